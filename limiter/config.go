@@ -1,0 +1,145 @@
+package limiter
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Controller names accepted in Config.Controller.
+const (
+	ControllerAIMD  = "aimd"
+	ControllerCUBIC = "cubic"
+)
+
+// Config holds the limiter's options. Rates are in units per minute and
+// describe the whole budget shared by all instances; each Limiter takes its
+// share (see Instances). Start from DefaultConfig and change what you need.
+type Config struct {
+	// Disabled turns the limiter into a pass-through: every request is
+	// granted at once and the rate never changes, but units and throttles
+	// are still counted in the metrics.
+	Disabled bool
+
+	InitialUnitsPerMinute float64       // default 600
+	MinUnitsPerMinute     float64       // default 60
+	MaxUnitsPerMinute     float64       // default 60000
+	Burst                 time.Duration // bucket size as time at the current rate; default 10s
+	QueueLimit            int           // most requests that may wait; default 500
+	MaxWait               time.Duration // longest a request may wait; default 100s
+	DecreaseCooldown      time.Duration // least time between two cuts; default 5s
+	MaxPause              time.Duration // cap on a Retry-After pause, 0 disables pauses; default 30s
+	Controller            string        // ControllerAIMD (default) or ControllerCUBIC
+	AIMD                  AIMDConfig
+	CUBIC                 CUBICConfig
+
+	// Instances is the number of processes that share the budget; each
+	// takes 1/Instances of it. Default 1.
+	Instances int
+}
+
+// AIMDConfig tunes the additive-increase, multiplicative-decrease controller.
+type AIMDConfig struct {
+	DecreaseFactor   float64       // rate multiplier on a cut; default 0.7
+	IncreaseStep     float64       // units per minute added per raise (whole budget); default 120
+	IncreaseInterval time.Duration // least time between raises; default 10s
+}
+
+// CUBICConfig tunes the CUBIC controller (RFC 8312 window curve).
+type CUBICConfig struct {
+	Beta          float64 // rate multiplier on a cut; default 0.7
+	ScaleConstant float64 // C, in units per minute per second cubed (whole budget)
+}
+
+// DefaultCUBICScaleConstant is CUBIC's default C in units/min per s³ for the
+// whole budget.
+const DefaultCUBICScaleConstant = 0.4
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		InitialUnitsPerMinute: 600,
+		MinUnitsPerMinute:     60,
+		MaxUnitsPerMinute:     60000,
+		Burst:                 10 * time.Second,
+		QueueLimit:            500,
+		MaxWait:               100 * time.Second,
+		DecreaseCooldown:      5 * time.Second,
+		MaxPause:              30 * time.Second,
+		Controller:            ControllerAIMD,
+		AIMD: AIMDConfig{
+			DecreaseFactor:   0.7,
+			IncreaseStep:     120,
+			IncreaseInterval: 10 * time.Second,
+		},
+		CUBIC: CUBICConfig{
+			Beta:          0.7,
+			ScaleConstant: DefaultCUBICScaleConstant,
+		},
+		Instances: 1,
+	}
+}
+
+// Validate reports the first option that breaks its rule. The error names
+// the option as it is spelled in the config file.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field string, value any, rule string) {
+		errs = append(errs, fmt.Errorf("limiter: %s: must be %s, got %v", field, rule, value))
+	}
+	finitePos := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
+	if !finitePos(c.MinUnitsPerMinute) {
+		bad("min_units_per_minute", c.MinUnitsPerMinute, "> 0")
+	}
+	if !finitePos(c.MaxUnitsPerMinute) {
+		bad("max_units_per_minute", c.MaxUnitsPerMinute, "> 0")
+	} else if c.MaxUnitsPerMinute < c.MinUnitsPerMinute {
+		bad("max_units_per_minute", c.MaxUnitsPerMinute, fmt.Sprintf(">= min_units_per_minute (%v)", c.MinUnitsPerMinute))
+	}
+	if !finitePos(c.InitialUnitsPerMinute) {
+		bad("initial_units_per_minute", c.InitialUnitsPerMinute, "> 0")
+	} else if c.InitialUnitsPerMinute < c.MinUnitsPerMinute || c.InitialUnitsPerMinute > c.MaxUnitsPerMinute {
+		bad("initial_units_per_minute", c.InitialUnitsPerMinute,
+			fmt.Sprintf("between min_units_per_minute (%v) and max_units_per_minute (%v)", c.MinUnitsPerMinute, c.MaxUnitsPerMinute))
+	}
+	if c.Burst < 0 {
+		bad("burst", c.Burst, ">= 0")
+	}
+	if c.QueueLimit < 0 {
+		bad("queue_limit", c.QueueLimit, ">= 0")
+	}
+	if c.MaxWait <= 0 {
+		bad("max_wait", c.MaxWait, "> 0")
+	}
+	if c.DecreaseCooldown < 0 {
+		bad("decrease_cooldown", c.DecreaseCooldown, ">= 0")
+	}
+	if c.MaxPause < 0 {
+		bad("max_pause", c.MaxPause, ">= 0")
+	}
+	switch c.Controller {
+	case ControllerAIMD, ControllerCUBIC:
+	default:
+		bad("controller", fmt.Sprintf("%q", c.Controller), `"aimd" or "cubic"`)
+	}
+	if !(c.AIMD.DecreaseFactor > 0 && c.AIMD.DecreaseFactor < 1) {
+		bad("aimd.decrease_factor", c.AIMD.DecreaseFactor, "in (0, 1)")
+	}
+	if !finitePos(c.AIMD.IncreaseStep) {
+		bad("aimd.increase_step", c.AIMD.IncreaseStep, "> 0")
+	}
+	if c.AIMD.IncreaseInterval < 0 {
+		bad("aimd.increase_interval", c.AIMD.IncreaseInterval, ">= 0")
+	}
+	if !(c.CUBIC.Beta > 0 && c.CUBIC.Beta < 1) {
+		bad("cubic.beta", c.CUBIC.Beta, "in (0, 1)")
+	}
+	if !finitePos(c.CUBIC.ScaleConstant) {
+		bad("cubic.scale_constant", c.CUBIC.ScaleConstant, "> 0")
+	}
+	if c.Instances < 1 {
+		bad("instances", c.Instances, ">= 1")
+	}
+	return errors.Join(errs...)
+}

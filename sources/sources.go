@@ -1,0 +1,74 @@
+// Package sources defines what the worker needs of a durable queue: a
+// bounded receive of messages, and per-message settlement (ack, delayed
+// redelivery, termination, deadline extension). Backends live in the
+// subpackages jetstream, gcppubsub and memory; sourcetest holds the
+// conformance suite every backend passes.
+//
+// Delivery is at-least-once: a message that is neither acked nor terminated
+// before its ack deadline is delivered again, to this or another consumer.
+package sources
+
+import (
+	"context"
+	"time"
+)
+
+// Message is one delivery of a queued job.
+type Message interface {
+	// ID is the job's id as published (JetStream Nats-Msg-Id, Pub/Sub
+	// message id when none was set).
+	ID() string
+	// Data is the payload.
+	Data() []byte
+	// Headers are the message headers (JetStream) or attributes (Pub/Sub).
+	Headers() map[string]string
+	// DeliveryCount is 1 on the first delivery and grows with each
+	// redelivery.
+	DeliveryCount() int
+
+	// Ack settles the message as done.
+	Ack(ctx context.Context) error
+	// Nak asks for redelivery no earlier than delay from now.
+	Nak(ctx context.Context, delay time.Duration) error
+	// Term settles the message as never to be redelivered.
+	Term(ctx context.Context, reason string) error
+	// InProgress extends the ack deadline by the backend's ack wait.
+	InProgress(ctx context.Context) error
+}
+
+// Outgoing is a message to publish.
+type Outgoing struct {
+	// ID deduplicates: publishing the same ID twice within the backend's
+	// duplicate window enqueues it once (where the backend supports it).
+	ID      string
+	Data    []byte
+	Headers map[string]string
+}
+
+// Source is a durable queue.
+type Source interface {
+	// Receive returns at most max messages. It never prefetches beyond
+	// what it was asked for. It blocks until at least one message is
+	// available, the backend's poll interval ends (then it returns no
+	// messages and a nil error), or ctx is done (then it returns ctx.Err()).
+	Receive(ctx context.Context, max int) ([]Message, error)
+	// Publish enqueues one message and returns once the backend has
+	// durably accepted it.
+	Publish(ctx context.Context, m Outgoing) error
+	// Close releases the source. Unsettled messages are redelivered after
+	// their ack deadline.
+	Close() error
+}
+
+// Stats is a snapshot of a queue's state, for `sluice status`.
+type Stats struct {
+	Pending     int64 // waiting to be delivered (the backlog)
+	AckPending  int64 // delivered, not yet settled (in flight)
+	Redelivered int64 // delivered more than once and not yet settled
+	DeadLetters int64 // dead-letter records held, -1 when unknown
+}
+
+// StatsSource is implemented by sources that can report their state.
+type StatsSource interface {
+	Stats(ctx context.Context) (Stats, error)
+}
