@@ -1,0 +1,175 @@
+package limiter_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/limiter"
+)
+
+func TestClassify(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	hdr := func(kv ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h.Add(kv[i], kv[i+1])
+		}
+		return h
+	}
+	custom := limiter.Classifier{RetryAfterHeaders: []limiter.RetryAfterHeader{
+		{Name: "x-ms-retry-after-ms", Unit: limiter.UnitMilliseconds},
+		{Name: "X-RateLimit-Reset", Unit: limiter.UnitUnixTime},
+		{Name: "RateLimit-Reset", Unit: limiter.UnitSeconds},
+	}}
+	tests := []struct {
+		name   string
+		c      limiter.Classifier
+		status int
+		h      http.Header
+		want   limiter.Outcome
+	}{
+		{"200", limiter.Classifier{}, 200, nil, limiter.Outcome{Kind: limiter.Success, Status: 200}},
+		{"204", limiter.Classifier{}, 204, nil, limiter.Outcome{Kind: limiter.Success, Status: 204}},
+		{"302", limiter.Classifier{}, 302, nil, limiter.Outcome{Kind: limiter.Success, Status: 302}},
+		{"success ignores Retry-After", limiter.Classifier{}, 200, hdr("Retry-After", "5"),
+			limiter.Outcome{Kind: limiter.Success, Status: 200}},
+		{"429 without wait", limiter.Classifier{}, 429, nil, limiter.Outcome{Kind: limiter.Throttle, Status: 429}},
+		{"429 with Retry-After", limiter.Classifier{}, 429, hdr("Retry-After", "7"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: 7 * time.Second}},
+		{"429 with HTTP-date", limiter.Classifier{}, 429, hdr("Retry-After", "Sun, 01 Mar 2026 12:00:10 GMT"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: 10 * time.Second}},
+		{"429 with garbage Retry-After", limiter.Classifier{}, 429, hdr("Retry-After", "soon"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429}},
+		{"429 with huge Retry-After", limiter.Classifier{}, 429, hdr("Retry-After", "1000000000000000000000"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: limiter.DefaultMaxRetryAfter}},
+		{"503 with Retry-After", limiter.Classifier{}, 503, hdr("Retry-After", "3"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 503, RetryAfter: 3 * time.Second}},
+		{"503 with Retry-After 0", limiter.Classifier{}, 503, hdr("Retry-After", "0"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 503}},
+		{"503 without Retry-After", limiter.Classifier{}, 503, nil, limiter.Outcome{Kind: limiter.ServerError, Status: 503}},
+		{"503 with garbage Retry-After", limiter.Classifier{}, 503, hdr("Retry-After", "-1"),
+			limiter.Outcome{Kind: limiter.ServerError, Status: 503}},
+		{"second Retry-After value valid", limiter.Classifier{}, 503, hdr("Retry-After", "x", "Retry-After", "4"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 503, RetryAfter: 4 * time.Second}},
+		{"500", limiter.Classifier{}, 500, nil, limiter.Outcome{Kind: limiter.ServerError, Status: 500}},
+		{"500 keeps its Retry-After", limiter.Classifier{}, 500, hdr("Retry-After", "2"),
+			limiter.Outcome{Kind: limiter.ServerError, Status: 500, RetryAfter: 2 * time.Second}},
+		{"502", limiter.Classifier{}, 502, nil, limiter.Outcome{Kind: limiter.ServerError, Status: 502}},
+		{"599", limiter.Classifier{}, 599, nil, limiter.Outcome{Kind: limiter.ServerError, Status: 599}},
+		{"400", limiter.Classifier{}, 400, nil, limiter.Outcome{Kind: limiter.ClientError, Status: 400}},
+		{"404", limiter.Classifier{}, 404, nil, limiter.Outcome{Kind: limiter.ClientError, Status: 404}},
+		{"403 with Retry-After", limiter.Classifier{}, 403, hdr("Retry-After", "9"),
+			limiter.Outcome{Kind: limiter.ClientError, Status: 403, RetryAfter: 9 * time.Second}},
+
+		{"ms header first", custom, 429, hdr("x-ms-retry-after-ms", "1500", "Retry-After", "9"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: 1500 * time.Millisecond}},
+		{"ms header makes 503 a throttle", custom, 503, hdr("X-Ms-Retry-After-Ms", "250"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 503, RetryAfter: 250 * time.Millisecond}},
+		{"invalid ms header falls through", custom, 429, hdr("x-ms-retry-after-ms", "-5", "Retry-After", "9"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: 9 * time.Second}},
+		{"unix reset", custom, 429, hdr("X-RateLimit-Reset", "1772366460"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: time.Minute}},
+		{"unix reset in the past", custom, 429, hdr("X-RateLimit-Reset", "1772366000", "Retry-After", "9"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429}},
+		{"unix reset far away", custom, 429, hdr("X-RateLimit-Reset", "99999999999999999999"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: limiter.DefaultMaxRetryAfter}},
+		{"unix reset with fraction", custom, 429, hdr("X-RateLimit-Reset", "1772366400.5"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: 500 * time.Millisecond}},
+		{"delta-seconds reset", custom, 429, hdr("RateLimit-Reset", "30"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: 30 * time.Second}},
+		{"order of configured headers", custom, 429, hdr("RateLimit-Reset", "30", "X-RateLimit-Reset", "1772366410"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: 10 * time.Second}},
+
+		{"custom cap", limiter.Classifier{MaxRetryAfter: time.Minute}, 429, hdr("Retry-After", "3600"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: time.Minute}},
+		{"custom cap on ms", limiter.Classifier{MaxRetryAfter: time.Second,
+			RetryAfterHeaders: []limiter.RetryAfterHeader{{Name: "x-ms-retry-after-ms", Unit: limiter.UnitMilliseconds}}},
+			429, hdr("x-ms-retry-after-ms", "1001"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: time.Second}},
+		{"custom throttle statuses", limiter.Classifier{ThrottleStatuses: []int{429, 420}}, 420, nil,
+			limiter.Outcome{Kind: limiter.Throttle, Status: 420}},
+		{"no throttle statuses", limiter.Classifier{ThrottleStatuses: []int{}}, 429, nil,
+			limiter.Outcome{Kind: limiter.ClientError, Status: 429}},
+		{"custom statuses with wait", limiter.Classifier{ThrottleStatusesWithWait: []int{403}}, 403, hdr("Retry-After", "1"),
+			limiter.Outcome{Kind: limiter.Throttle, Status: 403, RetryAfter: time.Second}},
+		{"custom statuses with wait drop 503", limiter.Classifier{ThrottleStatusesWithWait: []int{403}}, 503, hdr("Retry-After", "1"),
+			limiter.Outcome{Kind: limiter.ServerError, Status: 503, RetryAfter: time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.c.Classify(tt.status, tt.h, now); got != tt.want {
+				t.Errorf("Classify(%d, %v) = %+v; want %+v", tt.status, tt.h, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestClassifyResponse(t *testing.T) {
+	var c limiter.Classifier
+	if got := c.ClassifyResponse(nil, errors.New("dial tcp: connection refused")); got != (limiter.Outcome{Kind: limiter.NetworkError}) {
+		t.Errorf("error: got %+v", got)
+	}
+	if got := c.ClassifyResponse(nil, nil); got.Kind != limiter.NetworkError {
+		t.Errorf("nil response: got %+v", got)
+	}
+	resp := &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"2"}}}
+	if got := c.ClassifyResponse(resp, nil); got != (limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: 2 * time.Second}) {
+		t.Errorf("429: got %+v", got)
+	}
+	// A response that came with an error (a redirect policy failure) is
+	// still a failure of the round trip.
+	if got := c.ClassifyResponse(resp, errors.New("stopped after 10 redirects")); got.Kind != limiter.NetworkError {
+		t.Errorf("response and error: got %+v", got)
+	}
+}
+
+func TestClassifierValidate(t *testing.T) {
+	if err := (limiter.Classifier{}).Validate(); err != nil {
+		t.Errorf("zero value: %v", err)
+	}
+	good := limiter.Classifier{
+		RetryAfterHeaders:        []limiter.RetryAfterHeader{{Name: "x-ms-retry-after-ms", Unit: limiter.UnitMilliseconds}},
+		ThrottleStatuses:         []int{429},
+		ThrottleStatusesWithWait: []int{503, 403},
+		MaxRetryAfter:            time.Hour,
+	}
+	if err := good.Validate(); err != nil {
+		t.Errorf("good: %v", err)
+	}
+	tests := []struct {
+		c    limiter.Classifier
+		want string
+	}{
+		{limiter.Classifier{RetryAfterHeaders: []limiter.RetryAfterHeader{{Name: ""}}}, `retry_after_headers[0].name: must be a valid header name, got ""`},
+		{limiter.Classifier{RetryAfterHeaders: []limiter.RetryAfterHeader{{Name: "ok"}, {Name: "bad name"}}}, `retry_after_headers[1].name`},
+		{limiter.Classifier{RetryAfterHeaders: []limiter.RetryAfterHeader{{Name: "a:b"}}}, `retry_after_headers[0].name`},
+		{limiter.Classifier{RetryAfterHeaders: []limiter.RetryAfterHeader{{Name: "x", Unit: 7}}}, `retry_after_headers[0].unit: must be seconds, milliseconds or unix, got HeaderUnit(7)`},
+		{limiter.Classifier{ThrottleStatuses: []int{429, 99}}, `throttle_statuses[1]: must be an HTTP status in [100, 599], got 99`},
+		{limiter.Classifier{ThrottleStatusesWithWait: []int{600}}, `throttle_statuses_with_wait[0]: must be an HTTP status in [100, 599], got 600`},
+		{limiter.Classifier{MaxRetryAfter: -time.Second}, `max_retry_after: must be >= 0, got -1s`},
+	}
+	for _, tt := range tests {
+		err := tt.c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "limiter: ") {
+			t.Errorf("Validate(%+v) = %v; want it to contain %q", tt.c, err, tt.want)
+		}
+	}
+}
+
+func TestClassifyNeverPanics(t *testing.T) {
+	now := time.Unix(1772366400, 0)
+	c := limiter.Classifier{RetryAfterHeaders: []limiter.RetryAfterHeader{
+		{Name: "A", Unit: limiter.UnitMilliseconds}, {Name: "B", Unit: limiter.UnitUnixTime}, {Name: "C", Unit: limiter.HeaderUnit(-3)},
+	}}
+	for _, v := range []string{"", "-1", "NaN", "1e400", "18446744073709551616", "9223372036854775807.999999999999", "\r\n", "Thu, 01 Jan 1970 00:00:00 GMT"} {
+		for _, name := range []string{"A", "B", "C", "Retry-After"} {
+			o := c.Classify(429, http.Header{name: {v}}, now)
+			if o.RetryAfter < 0 || o.RetryAfter > limiter.DefaultMaxRetryAfter {
+				t.Errorf("%s: %q: RetryAfter %v out of range", name, v, o.RetryAfter)
+			}
+		}
+	}
+}
