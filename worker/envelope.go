@@ -1,0 +1,391 @@
+package worker
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Envelope modes accepted in JobsConfig.Envelope.
+const (
+	// EnvelopeJSON reads each message as a JSON job envelope.
+	EnvelopeJSON = "json"
+	// EnvelopeRaw sends each message's whole payload as the request body;
+	// the job type comes from the TypeHeader message header.
+	EnvelopeRaw = "raw"
+)
+
+// TypeHeader is the message header that names the job type in raw mode.
+const TypeHeader = "Sluice-Type"
+
+// DefaultMaxEnvelopeBytes is the default JobsConfig.MaxEnvelopeBytes (1 MiB).
+const DefaultMaxEnvelopeBytes = 1 << 20
+
+// Reasons an invalid job is dead-lettered with. They are stable: dead-letter
+// records carry them and `sluice dlq replay --reason` filters on them.
+const (
+	ReasonTooLarge       = "envelope_too_large" // payload over MaxEnvelopeBytes
+	ReasonBadJSON        = "bad_json"           // not a JSON object, or a field of the wrong type
+	ReasonUnknownType    = "unknown_type"       // strict mode and the type is not configured
+	ReasonBadCost        = "bad_cost"           // cost not a finite number >= 0
+	ReasonBodyConflict   = "body_conflict"      // both body and body_base64
+	ReasonBadBodyBase64  = "bad_body_base64"    // body_base64 is not standard base64
+	ReasonBadMethod      = "bad_method"         // method is not an HTTP token
+	ReasonBadPath        = "bad_path"           // path would leave the target, or is not a path
+	ReasonBadHeader      = "bad_header"         // a header name or value that cannot be sent
+	ReasonInvalidRequest = "invalid_request"    // the target refused to build the request
+)
+
+// JobType holds the defaults for one job type.
+type JobType struct {
+	Method string  // HTTP method; default POST
+	Path   string  // path on the target, starting with "/"; default "/"
+	Cost   float64 // units per job of this type; 0 means free (never waits)
+}
+
+// DefaultJobType is used for a job whose type is not configured (when
+// JobsConfig.Strict is off and the default type is not configured either).
+var DefaultJobType = JobType{Method: http.MethodPost, Path: "/", Cost: 1}
+
+// JobsConfig says how messages become jobs. The zero value decodes JSON
+// envelopes, accepts any type with DefaultJobType, and caps envelopes at
+// DefaultMaxEnvelopeBytes.
+type JobsConfig struct {
+	Envelope         string // EnvelopeJSON (default) or EnvelopeRaw
+	Strict           bool   // reject types that are not in Types
+	TrustJobCost     bool   // an envelope's cost overrides its type's cost
+	MaxEnvelopeBytes int    // larger payloads are invalid; default 1 MiB
+	// DefaultType is the type of a job that names none; default "default".
+	DefaultType string
+	// Types maps a type name to its defaults. A job of a type not listed
+	// here takes Types[DefaultType] if that exists, else DefaultJobType.
+	Types map[string]JobType
+}
+
+func (c JobsConfig) withDefaults() JobsConfig {
+	if c.Envelope == "" {
+		c.Envelope = EnvelopeJSON
+	}
+	if c.MaxEnvelopeBytes == 0 {
+		c.MaxEnvelopeBytes = DefaultMaxEnvelopeBytes
+	}
+	if c.DefaultType == "" {
+		c.DefaultType = "default"
+	}
+	return c
+}
+
+// Validate reports every option that breaks its rule.
+func (c JobsConfig) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	switch c.Envelope {
+	case EnvelopeJSON, EnvelopeRaw:
+	default:
+		errs = append(errs, fmt.Errorf("worker: jobs.envelope: must be %q or %q, got %q", EnvelopeJSON, EnvelopeRaw, c.Envelope))
+	}
+	if c.MaxEnvelopeBytes < 0 {
+		errs = append(errs, fmt.Errorf("worker: jobs.max_envelope_bytes: must be > 0, got %d", c.MaxEnvelopeBytes))
+	}
+	for name, t := range c.Types {
+		if err := t.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("worker: jobs.types.%s.%w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (t JobType) validate() error {
+	if t.Method != "" && !validMethod(t.Method) {
+		return fmt.Errorf("method: must be an HTTP method token, got %q", t.Method)
+	}
+	if t.Path != "" {
+		if err := checkPath(t.Path); err != nil {
+			return fmt.Errorf("path: %v, got %q", err, t.Path)
+		}
+	}
+	if !validCost(t.Cost) {
+		return fmt.Errorf("cost: must be a finite number >= 0, got %v", t.Cost)
+	}
+	return nil
+}
+
+// Job is a decoded job: what to send and what it costs.
+type Job struct {
+	ID     string
+	Type   string
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+	Cost   float64
+}
+
+// InvalidJobError says why a message is not a job. Retrying cannot help; the
+// worker dead-letters the message at once with Reason.
+type InvalidJobError struct {
+	Reason string // one of the Reason constants
+	Detail string
+}
+
+func (e *InvalidJobError) Error() string {
+	return "worker: invalid job: " + e.Reason + ": " + e.Detail
+}
+
+func invalid(reason, format string, args ...any) error {
+	return &InvalidJobError{Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Decoder turns message payloads into jobs. It is safe for concurrent use.
+type Decoder struct {
+	cfg JobsConfig
+}
+
+// NewDecoder returns a decoder for cfg, or the error of cfg.Validate.
+func NewDecoder(cfg JobsConfig) (*Decoder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Decoder{cfg: cfg.withDefaults()}, nil
+}
+
+// envelope is the JSON job envelope. Every field is optional.
+type envelope struct {
+	ID         *string           `json:"id"`
+	Type       *string           `json:"type"`
+	Method     *string           `json:"method"`
+	Path       *string           `json:"path"`
+	Headers    map[string]string `json:"headers"`
+	Body       json.RawMessage   `json:"body"`
+	BodyBase64 *string           `json:"body_base64"`
+	Cost       json.RawMessage   `json:"cost"`
+}
+
+// Decode decodes one message. id is the message's id (used when the
+// envelope has none) and header its headers (raw mode reads the type from
+// them). An invalid message gives an *InvalidJobError. A payload over
+// MaxEnvelopeBytes is rejected before any of it is parsed.
+func (d *Decoder) Decode(id string, header map[string]string, data []byte) (Job, error) {
+	job := Job{ID: id}
+	if len(data) > d.cfg.MaxEnvelopeBytes {
+		return job, invalid(ReasonTooLarge, "payload is %d bytes, max_envelope_bytes is %d", len(data), d.cfg.MaxEnvelopeBytes)
+	}
+	if d.cfg.Envelope == EnvelopeRaw {
+		job.Type = lookupHeader(header, TypeHeader)
+		if err := d.applyType(&job, nil, nil); err != nil {
+			return job, err
+		}
+		job.Body = data
+		return job, nil
+	}
+
+	var env envelope
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return job, invalid(ReasonBadJSON, "payload is not a JSON object")
+	}
+	if err := json.Unmarshal(trimmed, &env); err != nil {
+		return job, invalid(ReasonBadJSON, "%s", jsonErrorText(err))
+	}
+	if env.ID != nil && *env.ID != "" {
+		job.ID = *env.ID
+	}
+	if env.Type != nil {
+		job.Type = *env.Type
+	}
+	cost, hasCost, err := parseCost(env.Cost)
+	if err != nil {
+		return job, err
+	}
+	var costp *float64
+	if hasCost {
+		costp = &cost
+	}
+	if err := d.applyType(&job, &env, costp); err != nil {
+		return job, err
+	}
+	if len(env.Headers) > 0 {
+		job.Header = make(http.Header, len(env.Headers))
+		for k, v := range env.Headers {
+			if !validHeaderName(k) {
+				return job, invalid(ReasonBadHeader, "header name %q is not a token", k)
+			}
+			if !validHeaderValue(v) {
+				return job, invalid(ReasonBadHeader, "header %q has a control character in its value", k)
+			}
+			job.Header.Set(k, v)
+		}
+	}
+	hasBody := len(env.Body) > 0 && string(env.Body) != "null"
+	switch {
+	case hasBody && env.BodyBase64 != nil:
+		return job, invalid(ReasonBodyConflict, "both body and body_base64 are set")
+	case env.BodyBase64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*env.BodyBase64)
+		if err != nil {
+			return job, invalid(ReasonBadBodyBase64, "body_base64 is not standard base64")
+		}
+		job.Body = b
+	case hasBody && env.Body[0] == '"':
+		var s string
+		if err := json.Unmarshal(env.Body, &s); err != nil {
+			return job, invalid(ReasonBadJSON, "body: %s", jsonErrorText(err))
+		}
+		job.Body = []byte(s)
+	case hasBody:
+		// Any other JSON value is sent as it stands.
+		job.Body = append([]byte(nil), env.Body...)
+	}
+	return job, nil
+}
+
+// applyType fills the type, method, path and cost from the type's defaults,
+// the envelope (may be nil) and the envelope's cost (nil when absent).
+func (d *Decoder) applyType(job *Job, env *envelope, cost *float64) error {
+	if job.Type == "" {
+		job.Type = d.cfg.DefaultType
+	}
+	t, ok := d.cfg.Types[job.Type]
+	if !ok {
+		if d.cfg.Strict {
+			return invalid(ReasonUnknownType, "type %q is not configured (jobs.strict is on)", truncate(job.Type, 64))
+		}
+		if t, ok = d.cfg.Types[d.cfg.DefaultType]; !ok {
+			t = DefaultJobType
+		}
+	}
+	job.Method, job.Path, job.Cost = t.Method, t.Path, t.Cost
+	if job.Method == "" {
+		job.Method = DefaultJobType.Method
+	}
+	if job.Path == "" {
+		job.Path = DefaultJobType.Path
+	}
+	if env != nil {
+		if env.Method != nil && *env.Method != "" {
+			if !validMethod(*env.Method) {
+				return invalid(ReasonBadMethod, "method %q is not an HTTP token", truncate(*env.Method, 64))
+			}
+			job.Method = *env.Method
+		}
+		if env.Path != nil && *env.Path != "" {
+			if err := checkPath(*env.Path); err != nil {
+				return invalid(ReasonBadPath, "path %q: %v", truncate(*env.Path, 256), err)
+			}
+			job.Path = *env.Path
+		}
+	}
+	if cost != nil && d.cfg.TrustJobCost {
+		job.Cost = *cost
+	}
+	return nil
+}
+
+// parseCost reads the envelope's cost: absent (or null), or a finite
+// number >= 0.
+func parseCost(raw json.RawMessage) (float64, bool, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, false, nil
+	}
+	if c := raw[0]; c != '-' && (c < '0' || c > '9') {
+		return 0, false, invalid(ReasonBadCost, "cost must be a number, got %s", truncate(string(raw), 32))
+	}
+	v, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || !validCost(v) {
+		return 0, false, invalid(ReasonBadCost, "cost must be a finite number >= 0, got %s", truncate(string(raw), 32))
+	}
+	return v, true, nil
+}
+
+func validCost(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
+
+// checkPath accepts an absolute path on the target: it starts with a single
+// "/", and holds no backslash, control character or space, so that joining
+// it to the base URL cannot change the scheme, host or port.
+func checkPath(p string) error {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return errors.New("must start with \"/\"")
+	case strings.HasPrefix(p, "//"):
+		return errors.New("must not start with \"//\"")
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c == 0x7f || c == '\\' {
+			return errors.New("must not hold spaces, control characters or backslashes")
+		}
+	}
+	return nil
+}
+
+// validMethod reports whether m is an HTTP token (RFC 9110, 5.6.2).
+func validMethod(m string) bool { return m != "" && len(m) <= 32 && isToken(m) }
+
+func validHeaderName(k string) bool { return k != "" && isToken(k) }
+
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			continue
+		}
+		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func lookupHeader(h map[string]string, name string) string {
+	if v, ok := h[name]; ok {
+		return v
+	}
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+// jsonErrorText describes a decode error without quoting the payload.
+func jsonErrorText(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return fmt.Sprintf("field %s: must be a %s, got %s", te.Field, te.Type, te.Value)
+		}
+		return fmt.Sprintf("must be a %s, got %s", te.Type, te.Value)
+	default:
+		return "malformed JSON"
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
