@@ -1,0 +1,562 @@
+package limiter
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Reason says why a request was rejected.
+type Reason string
+
+// Rejection reasons, as they appear in metrics labels and trace output.
+const (
+	ReasonQueueFull Reason = "queue_full" // the queue held queue_limit requests
+	ReasonMaxWait   Reason = "max_wait"   // the request waited max_wait
+	ReasonCanceled  Reason = "canceled"   // the waiter gave up
+)
+
+// Status is where a request stands.
+type Status uint8
+
+// Request statuses.
+const (
+	Waiting  Status = iota // queued; its Decision comes later from Core.Drain
+	Granted                // granted at Decision.At
+	Rejected               // rejected at Decision.At for Decision.Reason
+)
+
+var statusNames = [...]string{"waiting", "granted", "rejected"}
+
+func (s Status) String() string {
+	if int(s) >= len(statusNames) {
+		return fmt.Sprintf("Status(%d)", int(s))
+	}
+	return statusNames[s]
+}
+
+// Decision is what the Core decided about one request.
+type Decision struct {
+	ID     uint64    // the request's id, as returned by Core.Acquire
+	Units  float64   // the units it asked for
+	Status Status    // Waiting, Granted or Rejected
+	At     time.Time // when it was granted or rejected; zero while Waiting
+	Reason Reason    // why it was rejected; empty unless Rejected
+}
+
+// measureWindow is the span of CUBIC's measured send rate.
+const measureWindow = 10 * time.Second
+
+// unitEps absorbs floating-point noise when tokens are compared with a
+// request's units: a bucket within unitEps of the need holds it.
+const unitEps = 1e-9
+
+// Core is the deterministic limiter: the bucket, the FIFO queue, pauses, cuts
+// and raises, and the instance share, exactly as DESIGN.md "The limiter,
+// exact rules" states them. It reads no clock and holds no goroutine, timer
+// or lock: every method takes the current time as an argument, and a Core
+// must not be used by two goroutines at once. Limiter wraps a Core for
+// concurrent use on the real clock; the trace replay and the simulator drive
+// one in virtual time.
+//
+// Time. Every method that takes now first brings the Core up to now: all
+// that falls due at or before now happens at its exact instant, in time
+// order, and at one instant grants come first, then max_wait rejections,
+// then the end of a pause. Then the method applies its own event, and
+// finally whatever that event made due at now (a cut that lets an oversized
+// head through, a cancel that unblocks the next waiter) happens at now.
+// Times never go back: a now earlier than the latest one seen counts as the
+// latest.
+//
+// Requests. Acquire gives every request an id. A request granted or
+// rejected at once gets its Decision from Acquire; a queued one gets it
+// later, from Drain, with the exact virtual time of its grant or rejection.
+// NextDue tells an event loop when to come back: nothing changes by itself
+// before that instant.
+//
+// The Core keeps no record of granted requests: Observe takes the grant
+// time (sent_at) and units of the request the outcome is for.
+type Core struct {
+	cfg   Config
+	start time.Time
+	ctrl  Controller
+
+	measure bool // keep granted units for CUBIC's measured rate
+
+	share     float64 // this instance's fraction of the budget
+	instances int     // the instance count behind share, 0 for a fractional share
+	minR      float64 // this instance's minimum rate, units per minute
+	maxR      float64 // this instance's maximum rate, units per minute
+
+	rate   float64       // this instance's current rate, units per minute
+	cap    float64       // bucket capacity in units
+	tokens float64       // bucket level at last
+	last   time.Duration // latest time seen, since start
+
+	paused      bool
+	pausedUntil time.Duration
+
+	throttled bool // a throttle has been observed (the first one always cuts)
+	lastCut   time.Duration
+	incClock  time.Duration // when the increase clock last restarted
+	waited    bool          // a request was queued since the last change
+
+	q  []waiter // FIFO queue; q[qh:] are waiting, in id order
+	qh int
+
+	grants []grantRec // granted units for the measured rate (CUBIC only)
+	gh     int
+
+	nextID  uint64
+	pending []Decision
+}
+
+type waiter struct {
+	id       uint64
+	units    float64
+	queuedAt time.Duration
+}
+
+type grantRec struct {
+	at    time.Duration
+	units float64
+}
+
+// NewCore returns a Core that starts at start with a full bucket. It
+// rejects an invalid Config.
+func NewCore(cfg Config, start time.Time) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Core{cfg: cfg, start: start, instances: cfg.Instances, share: 1 / float64(cfg.Instances)}
+	c.minR = c.part(cfg.MinUnitsPerMinute)
+	c.maxR = c.part(cfg.MaxUnitsPerMinute)
+	c.rate = c.part(cfg.InitialUnitsPerMinute)
+	switch cfg.Controller {
+	case ControllerCUBIC:
+		c.ctrl = NewCUBIC(cfg.CUBIC, c.rate)
+		c.measure = true
+	default:
+		c.ctrl = NewAIMD(cfg.AIMD)
+	}
+	c.cap = c.capacity(c.rate)
+	c.tokens = c.cap
+	return c, nil
+}
+
+// part returns this instance's part of a whole-budget value: v/N for an
+// instance count N, v·share for a fractional share.
+func (c *Core) part(v float64) float64 {
+	if c.instances > 0 {
+		return v / float64(c.instances)
+	}
+	return v * c.share
+}
+
+func (c *Core) capacity(rate float64) float64 {
+	return math.Max(1, rate/60*c.cfg.Burst.Seconds())
+}
+
+// Start returns the Core's start time.
+func (c *Core) Start() time.Time { return c.start }
+
+// Controller returns the Core's controller (an *AIMD or a *CUBIC).
+func (c *Core) Controller() Controller { return c.ctrl }
+
+func (c *Core) offset(now time.Time) time.Duration {
+	t := now.Sub(c.start)
+	if t < c.last {
+		return c.last
+	}
+	return t
+}
+
+func (c *Core) at(t time.Duration) time.Time { return c.start.Add(t) }
+
+// Acquire asks for units at now and returns the request's Decision. Its
+// Status is Granted or Rejected (ReasonQueueFull) when decided at once, with
+// At = now; Waiting when the request was queued, and then its decision comes
+// later from Drain. Requests of zero units are granted at once whatever the
+// state; in disabled mode every request is. units must be finite and ≥ 0; a
+// negative or NaN value counts as 0.
+func (c *Core) Acquire(now time.Time, units float64) Decision {
+	t := c.offset(now)
+	c.advance(t)
+	c.nextID++
+	d := Decision{ID: c.nextID, Units: units, Status: Granted, At: c.at(t)}
+	if !(units > 0) || c.cfg.Disabled {
+		return d
+	}
+	if c.qh == len(c.q) && !c.paused &&
+		(c.tokens >= units-unitEps || (units > c.cap && c.tokens >= c.cap-unitEps)) {
+		c.take(t, units)
+		return d
+	}
+	if len(c.q)-c.qh >= c.cfg.QueueLimit {
+		d.Status, d.Reason = Rejected, ReasonQueueFull
+		return d
+	}
+	c.q = append(c.q, waiter{id: d.ID, units: units, queuedAt: t})
+	c.waited = true
+	d.Status, d.At = Waiting, time.Time{}
+	return d
+}
+
+// take removes u units from a bucket that holds them (or is full, for an
+// oversized request), absorbing floating-point noise.
+func (c *Core) take(t time.Duration, u float64) {
+	need := math.Min(u, c.cap)
+	if c.tokens < need {
+		c.tokens = need
+	}
+	c.tokens -= u
+	if c.measure {
+		c.recordGrant(t, u)
+	}
+}
+
+// Cancel removes a waiting request at now. It returns its Decision
+// (Rejected, ReasonCanceled, At = now) and true, or false if the request is
+// not waiting (already granted or rejected, or unknown), which changes
+// nothing. The canceled decision is returned here, not by Drain; grants that
+// the removal makes due at now are.
+func (c *Core) Cancel(now time.Time, id uint64) (Decision, bool) {
+	t := c.offset(now)
+	c.advance(t)
+	i := c.find(id)
+	if i < 0 {
+		return Decision{}, false
+	}
+	w := c.q[i]
+	copy(c.q[i:], c.q[i+1:])
+	c.q = c.q[:len(c.q)-1]
+	c.compactQueue()
+	c.advance(t)
+	return Decision{ID: id, Units: w.units, Status: Rejected, At: c.at(t), Reason: ReasonCanceled}, true
+}
+
+// find returns the index in c.q of waiting request id, or -1. Waiting ids
+// are increasing, so it searches by bisection.
+func (c *Core) find(id uint64) int {
+	lo, hi := c.qh, len(c.q)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if c.q[m].id < id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(c.q) && c.q[lo].id == id {
+		return lo
+	}
+	return -1
+}
+
+// Observe applies the outcome, at now, of a request of units granted at
+// sentAt. A throttle restarts the increase clock, clears the waited flag,
+// cuts the rate if this is the first throttle or if decrease_cooldown has
+// passed since the last cut and sentAt is after it, and pauses for the
+// Retry-After (capped at max_pause). A success or client error outside a
+// pause lets the controller raise the rate. Server and network errors, the
+// outcomes of zero-unit requests, and all outcomes in disabled mode change
+// nothing.
+func (c *Core) Observe(now, sentAt time.Time, units float64, o Outcome) {
+	t := c.offset(now)
+	c.advance(t)
+	if c.cfg.Disabled || !(units > 0) {
+		return
+	}
+	switch o.Kind {
+	case Throttle:
+		c.throttle(t, sentAt.Sub(c.start), o.RetryAfter)
+	case Success, ClientError:
+		c.success(t)
+	default:
+		return
+	}
+	c.advance(t)
+}
+
+func (c *Core) state(t time.Duration, measured float64) ControlState {
+	return ControlState{
+		Now:           t,
+		Rate:          c.rate,
+		Share:         c.share,
+		Waited:        c.waited,
+		SinceIncrease: t - c.incClock,
+		Measured:      measured,
+		instances:     c.instances,
+	}
+}
+
+func (c *Core) throttle(t, sent, retryAfter time.Duration) {
+	c.incClock = t
+	c.waited = false
+	if !c.throttled || (t-c.lastCut >= c.cfg.DecreaseCooldown && sent > c.lastCut) {
+		p := c.ctrl.Decrease(c.state(t, c.measured(t)))
+		c.setRate(math.Max(c.minR, math.Min(c.rate, p)))
+		c.lastCut = t
+	}
+	c.throttled = true
+	if retryAfter > 0 && c.cfg.MaxPause > 0 {
+		until := t + min(retryAfter, c.cfg.MaxPause)
+		if !c.paused || until > c.pausedUntil {
+			c.paused = true
+			c.pausedUntil = until
+		}
+	}
+}
+
+func (c *Core) success(t time.Duration) {
+	if c.paused {
+		return
+	}
+	p, ok := c.ctrl.Increase(c.state(t, -1))
+	if !ok {
+		return
+	}
+	if r := math.Min(c.maxR, p); r > c.rate {
+		c.setRate(r)
+		c.incClock = t
+		c.waited = false
+	}
+}
+
+// setRate changes the rate; the bucket keeps its tokens up to the new
+// capacity.
+func (c *Core) setRate(r float64) {
+	c.rate = r
+	c.cap = c.capacity(r)
+	c.tokens = math.Min(c.tokens, c.cap)
+}
+
+// SetInstanceCount makes this instance's share 1/n of the budget, at now.
+// It is SetShare(now, 1/n), with the rate scaled by exactly old N / n.
+func (c *Core) SetInstanceCount(now time.Time, n int) error {
+	if n < 1 {
+		return fmt.Errorf("limiter: instance count must be >= 1, got %d", n)
+	}
+	c.rescale(c.offset(now), 1/float64(n), n)
+	return nil
+}
+
+// SetShare sets this instance's fraction of the budget (0 < share ≤ 1), at
+// now: the limits become min·share and max·share, the current rate r
+// becomes r·share/old share clamped to them, CUBIC's w_max scales the same
+// way (unclamped), the bucket keeps its tokens up to the new capacity, and
+// the queue is kept. SetInstanceCount(n) is SetShare(1/n).
+func (c *Core) SetShare(now time.Time, share float64) error {
+	if !(share > 0 && share <= 1) {
+		return fmt.Errorf("limiter: share must be in (0, 1], got %v", share)
+	}
+	c.rescale(c.offset(now), share, 0)
+	return nil
+}
+
+func (c *Core) rescale(t time.Duration, share float64, n int) {
+	c.advance(t)
+	var f float64
+	if n > 0 && c.instances > 0 {
+		f = float64(c.instances) / float64(n)
+	} else {
+		f = share / c.share
+	}
+	c.share, c.instances = share, n
+	c.minR = c.part(c.cfg.MinUnitsPerMinute)
+	c.maxR = c.part(c.cfg.MaxUnitsPerMinute)
+	c.ctrl.Rescale(f)
+	c.setRate(math.Min(c.maxR, math.Max(c.minR, c.rate*f)))
+	c.advance(t)
+}
+
+// Advance brings the Core up to now: every grant, max_wait rejection and
+// pause end due at or before now happens, at its own instant. Their
+// decisions are kept for Drain.
+func (c *Core) Advance(now time.Time) { c.advance(c.offset(now)) }
+
+// Drain appends the decisions made since the last Drain to dst, in the
+// order they happened, and returns it. Decisions returned directly by
+// Acquire and Cancel are not repeated here.
+func (c *Core) Drain(dst []Decision) []Decision {
+	dst = append(dst, c.pending...)
+	clear(c.pending)
+	c.pending = c.pending[:0]
+	return dst
+}
+
+// Pending reports how many decisions wait for Drain.
+func (c *Core) Pending() int { return len(c.pending) }
+
+// NextDue returns the next instant at which something happens by itself (a
+// grant, a max_wait rejection, the end of a pause), or false if nothing will
+// until the next call. It is never before the latest time seen.
+func (c *Core) NextDue() (time.Time, bool) {
+	due, kind := c.nextDue()
+	if kind == dueNone {
+		return time.Time{}, false
+	}
+	return c.at(max(due, c.last)), true
+}
+
+const (
+	dueNone = iota
+	dueGrant
+	dueReject
+	duePauseEnd
+)
+
+// nextDue returns the earliest pending instant and what happens then. At a
+// tie, a grant comes before a max_wait rejection, which comes before the end
+// of a pause. Max_wait deadlines follow queue order, so only the head's
+// matters.
+func (c *Core) nextDue() (time.Duration, int) {
+	best, kind := time.Duration(math.MaxInt64), dueNone
+	if c.qh < len(c.q) {
+		h := &c.q[c.qh]
+		if !c.paused {
+			best, kind = c.grantDue(h.units), dueGrant
+		}
+		if d := h.queuedAt + c.cfg.MaxWait; d < best {
+			best, kind = d, dueReject
+		}
+	}
+	if c.paused && c.pausedUntil < best {
+		best, kind = c.pausedUntil, duePauseEnd
+	}
+	return best, kind
+}
+
+// grantDue returns when the bucket will hold u (or be full, if u is over
+// the capacity), at the current rate and with no pause.
+func (c *Core) grantDue(u float64) time.Duration {
+	need := math.Min(u, c.cap)
+	if c.tokens >= need-unitEps {
+		return c.last
+	}
+	ns := math.Round((need - c.tokens) * 60 / c.rate * 1e9)
+	if ns >= float64(math.MaxInt64-c.last) {
+		return math.MaxInt64
+	}
+	return c.last + time.Duration(ns)
+}
+
+func (c *Core) advance(t time.Duration) {
+	for c.qh < len(c.q) || c.paused {
+		due, kind := c.nextDue()
+		if kind == dueNone || due > t {
+			break
+		}
+		due = max(due, c.last)
+		c.accrue(due)
+		switch kind {
+		case dueGrant:
+			w := c.q[c.qh]
+			c.pop()
+			c.take(due, w.units)
+			c.pending = append(c.pending, Decision{ID: w.id, Units: w.units, Status: Granted, At: c.at(due)})
+		case dueReject:
+			w := c.q[c.qh]
+			c.pop()
+			c.pending = append(c.pending, Decision{ID: w.id, Units: w.units, Status: Rejected, At: c.at(due), Reason: ReasonMaxWait})
+		case duePauseEnd:
+			c.paused = false
+			c.tokens = math.Min(c.tokens, 0)
+		}
+	}
+	c.accrue(t)
+}
+
+// accrue fills the bucket up to t; nothing accrues during a pause.
+func (c *Core) accrue(t time.Duration) {
+	if t <= c.last {
+		return
+	}
+	if !c.paused {
+		c.tokens = math.Min(c.cap, c.tokens+(t-c.last).Seconds()*c.rate/60)
+	}
+	c.last = t
+}
+
+func (c *Core) pop() {
+	c.q[c.qh] = waiter{}
+	c.qh++
+	c.compactQueue()
+}
+
+func (c *Core) compactQueue() {
+	switch {
+	case c.qh == len(c.q):
+		c.q, c.qh = c.q[:0], 0
+	case c.qh > 64 && c.qh*2 > len(c.q):
+		n := copy(c.q, c.q[c.qh:])
+		c.q, c.qh = c.q[:n], 0
+	}
+}
+
+func (c *Core) recordGrant(t time.Duration, u float64) {
+	c.grants = append(c.grants, grantRec{at: t, units: u})
+	c.pruneGrants(t)
+}
+
+func (c *Core) pruneGrants(t time.Duration) {
+	for c.gh < len(c.grants) && c.grants[c.gh].at <= t-measureWindow {
+		c.gh++
+	}
+	switch {
+	case c.gh == len(c.grants):
+		c.grants, c.gh = c.grants[:0], 0
+	case c.gh > 64 && c.gh*2 > len(c.grants):
+		n := copy(c.grants, c.grants[c.gh:])
+		c.grants, c.gh = c.grants[:n], 0
+	}
+}
+
+// measured returns the units granted in (t−10s, t] times 6, or −1 before
+// 10 s from the start or when the controller does not use it.
+func (c *Core) measured(t time.Duration) float64 {
+	if !c.measure || t < measureWindow {
+		return -1
+	}
+	c.pruneGrants(t)
+	var sum float64
+	for _, g := range c.grants[c.gh:] {
+		sum += g.units
+	}
+	return sum * 6
+}
+
+// Rate returns this instance's current rate in units per minute.
+func (c *Core) Rate() float64 { return c.rate }
+
+// Capacity returns the bucket's capacity in units at the current rate.
+func (c *Core) Capacity() float64 { return c.cap }
+
+// Tokens brings the Core up to now (as Advance does) and returns the
+// bucket's level. It is below zero after an oversized grant.
+func (c *Core) Tokens(now time.Time) float64 {
+	c.advance(c.offset(now))
+	return c.tokens
+}
+
+// QueueLen returns the number of waiting requests.
+func (c *Core) QueueLen() int { return len(c.q) - c.qh }
+
+// PausedUntil returns the end of the current pause and true, or false if
+// the Core is not paused at the latest time seen.
+func (c *Core) PausedUntil() (time.Time, bool) {
+	if !c.paused {
+		return time.Time{}, false
+	}
+	return c.at(c.pausedUntil), true
+}
+
+// Share returns this instance's fraction of the budget.
+func (c *Core) Share() float64 { return c.share }
+
+// Instances returns the instance count behind the share, or 0 when the
+// share was set with SetShare.
+func (c *Core) Instances() int { return c.instances }
+
+// Disabled reports whether the Core runs in disabled mode.
+func (c *Core) Disabled() bool { return c.cfg.Disabled }
