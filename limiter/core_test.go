@@ -197,11 +197,11 @@ func TestCoreCuts(t *testing.T) {
 	runSteps(t, DefaultConfig(), []step{
 		{0, "acquire 1", 600, 99, 0, s("r1@0")},
 		{1, "acquire 1", 600, 99, 0, s("r2@1")},
-		{2, "throttle r1 0", 420, 70, 0, s("")},   // first throttle cuts by 30%, capacity 70
-		{3, "throttle r2 0", 420, 70, 0, s("")},   // inside the cooldown: no cut
-		{7, "throttle r2 0", 420, 70, 0, s("")},   // sent before the last cut: no cut
-		{7, "acquire 1", 420, 69, 0, s("r3@7")},   //
-		{7.5, "throttle r3 0", 294, 49, 0, nil},   // cooldown passed, sent after the cut
+		{2, "throttle r1 0", 420, 70, 0, s("")}, // first throttle cuts by 30%, capacity 70
+		{3, "throttle r2 0", 420, 70, 0, s("")}, // inside the cooldown: no cut
+		{7, "throttle r2 0", 420, 70, 0, s("")}, // sent before the last cut: no cut
+		{7, "acquire 1", 420, 69, 0, s("r3@7")}, //
+		{7.5, "throttle r3 0", 294, 49, 0, nil}, // cooldown passed, sent after the cut
 		{8, "throttle r3 0", 294, skip, 0, nil}, // cooldown not passed again
 	})
 }
