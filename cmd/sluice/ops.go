@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"net/url"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/sources"
+)
+
+// The runtime endpoints ("ops"): /metrics, /healthz, /readyz and, when
+// enabled, /debug/pprof, served on metrics.listen.
+
+const (
+	defaultOpsListen = "127.0.0.1:9464"
+	opsListenOff     = "off"
+	// readyTimeout bounds one /readyz check.
+	readyTimeout = 5 * time.Second
+	// sourceStatsTimeout bounds the source stats read on each scrape.
+	sourceStatsTimeout = 5 * time.Second
+	// opsShutdownTimeout bounds how long in-flight ops requests may take
+	// once the process stops.
+	opsShutdownTimeout = 5 * time.Second
+)
+
+// opsConfig is the `metrics:` section of the config file.
+type opsConfig struct {
+	// Listen is the host:port of the runtime endpoints, or "off". The
+	// default is loopback only; a Prometheus server on another host needs
+	// an explicit address such as 0.0.0.0:9464.
+	Listen string `yaml:"listen"`
+	// Pprof serves /debug/pprof on the same address. Default false.
+	Pprof bool `yaml:"pprof"`
+}
+
+func defaultOpsConfig() opsConfig {
+	return opsConfig{Listen: defaultOpsListen}
+}
+
+// validate checks the section; path is where it sits in the config file
+// ("metrics").
+func (c opsConfig) validate(path string) error {
+	if c.Listen == opsListenOff {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("%s.listen: must be host:port or %q, got %q", path, opsListenOff, c.Listen)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%s.listen: port must be a number from 0 to 65535, got %q", path, port)
+	}
+	if host != "" && net.ParseIP(host) == nil && !validHostname(host) {
+		return fmt.Errorf("%s.listen: host must be an IP address or a host name, got %q", path, host)
+	}
+	return nil
+}
+
+func validHostname(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for _, r := range h {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// loopbackListen reports whether a listen address binds only to the
+// loopback interface. An empty host binds every interface.
+func loopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serveOps serves the runtime endpoints on cfg.Listen until ctx is done, then
+// shuts the server down and returns nil. It returns at once with nil when
+// cfg.Listen is "off", and with an error naming metrics.listen when the
+// address cannot be bound. It is meant to run in the command's errgroup:
+//
+//	g.Go(func() error { return serveOps(ctx, cfg.Metrics, reg, ready, log) })
+//
+// ready decides /readyz: nil means ready. It is called on each request, with
+// a deadline, and its error is shown to the caller, so it must not carry
+// secrets.
+func serveOps(ctx context.Context, cfg opsConfig, g prometheus.Gatherer, ready func(context.Context) error, log *slog.Logger) error {
+	if cfg.Listen == opsListenOff {
+		return nil
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("metrics.listen: %w", err)
+	}
+	if !loopbackListen(cfg.Listen) {
+		log.Warn("ops endpoints are reachable from other hosts", "addr", ln.Addr().String(), "pprof", cfg.Pprof)
+	}
+	log.Info("ops endpoints listening", "addr", ln.Addr().String(), "pprof", cfg.Pprof)
+	return serveOpsOn(ctx, ln, opsHandler(cfg, g, ready, log), log)
+}
+
+// serveOpsOn serves h on ln until ctx is done.
+func serveOpsOn(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("metrics.listen: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opsShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("metrics.listen: shutdown: %w", err)
+	}
+	return nil
+}
+
+// opsHandler routes the runtime endpoints.
+func opsHandler(cfg opsConfig, g prometheus.Gatherer, ready func(context.Context) error, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			defer cancel()
+			if err := ready(ctx); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, "not ready: %v\n", err)
+				return
+			}
+		}
+		io.WriteString(w, "ok\n")
+	})
+	if cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "sluice "+version+"\n/metrics\n/healthz\n/readyz\n")
+		if cfg.Pprof {
+			io.WriteString(w, "/debug/pprof/\n")
+		}
+	})
+	return mux
+}
+
+// allReady combines readiness checks: ready when every one is, else the
+// first error.
+func allReady(checks ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for _, c := range checks {
+			if err := c(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// targetResolves is a readiness check: ready when the target URL's host is
+// an IP address or resolves with lookup (nil means net.DefaultResolver). Its
+// errors name the host only, never the rest of the URL.
+func targetResolves(target string, lookup func(ctx context.Context, host string) ([]string, error)) func(context.Context) error {
+	if lookup == nil {
+		lookup = net.DefaultResolver.LookupHost
+	}
+	u, err := url.Parse(target)
+	host := ""
+	if err == nil {
+		host = u.Hostname()
+	}
+	return func(ctx context.Context) error {
+		if host == "" {
+			return errors.New("target has no host")
+		}
+		if net.ParseIP(host) != nil {
+			return nil
+		}
+		addrs, err := lookup(ctx, host)
+		if err != nil {
+			var dnsErr *net.DNSError
+			if errors.As(err, &dnsErr) {
+				err = errors.New(dnsErr.Err)
+			}
+			return fmt.Errorf("target host %q does not resolve: %v", host, err)
+		}
+		if len(addrs) == 0 {
+			return fmt.Errorf("target host %q does not resolve: no addresses", host)
+		}
+		return nil
+	}
+}
+
+// registerOpsMetrics registers, on reg, the metrics that are not part of a
+// library package's metrics struct:
+//
+//   - sluice_build_info{version,goversion}: always 1;
+//   - sluice_budget_saturation: sat's fraction of the last minute during
+//     which jobs waited for units (omitted when sat is nil);
+//   - sluice_source_* gauges read from src on each scrape, when src
+//     implements sources.StatsSource (see sourceStatsCollector);
+//   - the Go runtime and process collectors (go_*, process_*).
+func registerOpsMetrics(reg prometheus.Registerer, sat *limiter.Saturation, src sources.Source, log *slog.Logger) error {
+	cs := []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "sluice_build_info",
+			Help:        "Always 1; the labels give the version of sluice and of Go it was built with.",
+			ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+		}, func() float64 { return 1 }),
+	}
+	if sat != nil {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sluice_budget_saturation",
+			Help: "Fraction of the last minute during which jobs waited in the limiter for units (0 to 1). Near 1: the API budget is the bottleneck and more workers will not help.",
+		}, func() float64 { return sat.FractionAt(time.Now()) }))
+	}
+	if ss, ok := src.(sources.StatsSource); ok {
+		cs = append(cs, newSourceStatsCollector(ss, sourceStatsTimeout, log))
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// sourceStatsCollector reads the queue's state from the source on each
+// scrape. Every replica reports the same queue, so aggregate with max(), not
+// sum(). When the read fails, sluice_source_up is 0 and the other gauges are
+// left out of that scrape.
+type sourceStatsCollector struct {
+	src     sources.StatsSource
+	timeout time.Duration
+	log     *slog.Logger
+
+	up, pending, ackPending, redelivered, deadLetters *prometheus.Desc
+}
+
+func newSourceStatsCollector(src sources.StatsSource, timeout time.Duration, log *slog.Logger) *sourceStatsCollector {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &sourceStatsCollector{
+		src:     src,
+		timeout: timeout,
+		log:     log,
+		up: prometheus.NewDesc("sluice_source_up",
+			"1 when the last scrape could read the queue's state from the source, else 0.", nil, nil),
+		pending: prometheus.NewDesc("sluice_source_pending",
+			"Jobs waiting in the queue to be delivered (the backlog).", nil, nil),
+		ackPending: prometheus.NewDesc("sluice_source_ack_pending",
+			"Jobs delivered to some worker and not yet settled.", nil, nil),
+		redelivered: prometheus.NewDesc("sluice_source_redelivered",
+			"Jobs delivered more than once and not yet settled.", nil, nil),
+		deadLetters: prometheus.NewDesc("sluice_source_dead_letters",
+			"Dead-letter records held by the source's dead-letter store (absent when the source cannot tell).", nil, nil),
+	}
+}
+
+func (c *sourceStatsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.up
+	ch <- c.pending
+	ch <- c.ackPending
+	ch <- c.redelivered
+	ch <- c.deadLetters
+}
+
+func (c *sourceStatsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	st, err := c.src.Stats(ctx)
+	if err != nil {
+		c.log.Warn("reading source stats for metrics", "err", err)
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(st.Pending))
+	ch <- prometheus.MustNewConstMetric(c.ackPending, prometheus.GaugeValue, float64(st.AckPending))
+	ch <- prometheus.MustNewConstMetric(c.redelivered, prometheus.GaugeValue, float64(st.Redelivered))
+	if st.DeadLetters >= 0 {
+		ch <- prometheus.MustNewConstMetric(c.deadLetters, prometheus.GaugeValue, float64(st.DeadLetters))
+	}
+}
