@@ -1,0 +1,104 @@
+package gcppubsub
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestValidate(t *testing.T) {
+	ok := Config{Project: "sluice-test", Subscription: "jobs", Topic: "jobs", DeadLetterTopic: "dead"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	cases := []struct {
+		name  string
+		edit  func(*Config)
+		field string
+	}{
+		{"no project", func(c *Config) { c.Project = "" }, "Project"},
+		{"project with slash", func(c *Config) { c.Project = "a/b" }, "Project"},
+		{"no subscription", func(c *Config) { c.Subscription = "" }, "Subscription"},
+		{"short subscription", func(c *Config) { c.Subscription = "ab" }, "Subscription"},
+		{"subscription with digit first", func(c *Config) { c.Subscription = "1abc" }, "Subscription"},
+		{"subscription goog", func(c *Config) { c.Subscription = "google-x" }, "Subscription"},
+		{"subscription bad char", func(c *Config) { c.Subscription = "ab c" }, "Subscription"},
+		{"subscription wrong kind", func(c *Config) { c.Subscription = "projects/p/topics/abc" }, "Subscription"},
+		{"topic malformed full name", func(c *Config) { c.Topic = "projects/p/topics" }, "Topic"},
+		{"dead letter same as topic", func(c *Config) { c.DeadLetterTopic = "projects/sluice-test/topics/jobs" }, "DeadLetterTopic"},
+		{"ack deadline too long", func(c *Config) { c.AckDeadline = 601 * time.Second }, "AckDeadline"},
+		{"ack deadline negative", func(c *Config) { c.AckDeadline = -time.Second }, "AckDeadline"},
+		{"ack deadline fraction", func(c *Config) { c.AckDeadline = 1500 * time.Millisecond }, "AckDeadline"},
+		{"poll interval negative", func(c *Config) { c.PollInterval = -1 }, "PollInterval"},
+		{"setup without topic", func(c *Config) { c.Setup, c.Topic = true, "" }, "Topic"},
+		{"attempts out of range", func(c *Config) { c.Setup, c.MaxDeliveryAttempts = true, 4 }, "MaxDeliveryAttempts"},
+		{"attempts over 100", func(c *Config) { c.Setup, c.MaxDeliveryAttempts = true, 101 }, "MaxDeliveryAttempts"},
+		{"attempts without dead letter", func(c *Config) { c.Setup, c.MaxDeliveryAttempts, c.DeadLetterTopic = true, 5, "" }, "MaxDeliveryAttempts"},
+		{"attempts without setup", func(c *Config) { c.MaxDeliveryAttempts = 5 }, "MaxDeliveryAttempts"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			tc.edit(&c)
+			err := c.Validate()
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != tc.field {
+				t.Fatalf("Validate() = %v, want a ConfigError on %s", err, tc.field)
+			}
+		})
+	}
+	full := ok
+	full.Subscription = "projects/other-project/subscriptions/jobs"
+	full.Topic = "projects/other-project/topics/jobs"
+	full.Setup, full.MaxDeliveryAttempts = true, 100
+	if err := full.Validate(); err != nil {
+		t.Fatalf("full names: %v", err)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c := Config{}.withDefaults()
+	if c.AckDeadline != DefaultAckDeadline || c.PollInterval != DefaultPollInterval || c.Logger == nil {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestFullName(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"jobs", "projects/p/topics/jobs"},
+		{"projects/q/topics/jobs", "projects/q/topics/jobs"},
+		{"", ""},
+	} {
+		if got := fullName("p", "topics", tc.name); got != tc.want {
+			t.Errorf("fullName(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want int32
+	}{
+		{0, 0}, {-time.Second, 0}, {time.Nanosecond, 1}, {time.Second, 1},
+		{time.Second + 1, 2}, {600 * time.Second, 600},
+	} {
+		if got := seconds(tc.d); got != tc.want {
+			t.Errorf("seconds(%v) = %d, want %d", tc.d, got, tc.want)
+		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 5, "abc"}, {"abc", 2, "ab"}, {"aé", 2, "a"}, {"aé", 3, "aé"}, {"é", 1, ""},
+	} {
+		if got := truncate(tc.s, tc.n); got != tc.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
