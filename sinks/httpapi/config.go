@@ -1,0 +1,231 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/limiter"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultTimeout          = 30 * time.Second
+	DefaultMaxResponseBytes = 1 << 20 // 1 MiB
+	DefaultMaxConns         = 64
+	DefaultUserAgent        = "sluice"
+)
+
+// Config describes the target API. The zero value of every field but
+// BaseURL takes its default.
+type Config struct {
+	// BaseURL is the target, "http://host:port/base/path" or https. Every
+	// request goes to its scheme, host and port, under its path. It may
+	// carry no user info, query or fragment. Required.
+	BaseURL string
+
+	// Timeout bounds one request, from sending it to the last byte of the
+	// response body read. Default 30s.
+	Timeout time.Duration
+
+	// MaxResponseBytes is the most of a response body kept; the rest is
+	// read and discarded (up to a bound) so the connection can be reused.
+	// Default 1 MiB.
+	MaxResponseBytes int64
+
+	// MaxConns sizes the connection pool to the target: at most this many
+	// connections, all of which may stay idle for reuse. Set it to the
+	// worker's concurrency. Default 64.
+	MaxConns int
+
+	// Headers are set on every request and replace a job's header of the
+	// same name. Values are already resolved (environment references
+	// expanded) and are secret: they are never logged, and Config's
+	// String, GoString and LogValue redact them.
+	Headers map[string]string
+
+	// AllowJobHeaders lets these job headers through where they would be
+	// dropped. Only Authorization can be allowed: the connection and
+	// framing headers (hop-by-hop, Host, Content-Length) are always
+	// dropped.
+	AllowJobHeaders []string
+
+	// ResponseHeaders are the response headers kept in a Result. Nil keeps
+	// them all; an empty, non-nil slice keeps none.
+	ResponseHeaders []string
+
+	// UserAgent is sent when neither Headers nor the job set one. Default
+	// "sluice".
+	UserAgent string
+
+	// Classifier classifies responses; its zero value is the default
+	// (429, and 503 with Retry-After, are throttles).
+	Classifier limiter.Classifier
+}
+
+// alwaysDropped are job headers that control the connection or the framing
+// of the message. They are never taken from a job, nor allowed by config:
+// the HTTP client sets them itself.
+var alwaysDropped = []string{
+	"Connection", "Content-Length", "Host", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// droppedUnlessAllowed are job headers dropped unless AllowJobHeaders
+// names them.
+var droppedUnlessAllowed = []string{"Authorization"}
+
+// Validate reports every field that breaks its rule, naming the field as it
+// is spelled in the config file. It never prints a header value.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field string, value any, rule string) {
+		errs = append(errs, fmt.Errorf("httpapi: %s: must be %s, got %v", field, rule, value))
+	}
+	if c.BaseURL == "" {
+		errs = append(errs, errors.New("httpapi: base_url: required"))
+	} else if _, err := parseBaseURL(c.BaseURL); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Timeout < 0 {
+		bad("timeout", c.Timeout, ">= 0")
+	}
+	if c.MaxResponseBytes < 0 {
+		bad("max_response_bytes", c.MaxResponseBytes, ">= 0")
+	}
+	if c.MaxConns < 0 {
+		bad("max_conns", c.MaxConns, ">= 0")
+	}
+	for _, name := range sortedKeys(c.Headers) {
+		switch {
+		case !validHeaderName(name):
+			bad("headers", fmt.Sprintf("%q", name), "a valid header name")
+		case slices.Contains(alwaysDropped, http.CanonicalHeaderKey(name)):
+			bad("headers."+name, "a connection or framing header", "a header the client does not set itself")
+		case !validHeaderValue(c.Headers[name]):
+			// The value is secret: say what is wrong, not what it is.
+			bad("headers."+name, "a value with a control character (CR, LF, NUL...)", "a valid header value")
+		}
+	}
+	for i, name := range c.AllowJobHeaders {
+		switch canon := http.CanonicalHeaderKey(name); {
+		case !validHeaderName(name):
+			bad(fmt.Sprintf("allow_job_headers[%d]", i), fmt.Sprintf("%q", name), "a valid header name")
+		case slices.Contains(alwaysDropped, canon):
+			bad(fmt.Sprintf("allow_job_headers[%d]", i), fmt.Sprintf("%q", name),
+				"a header that does not control the connection or framing (those are always dropped)")
+		}
+	}
+	for i, name := range c.ResponseHeaders {
+		if !validHeaderName(name) {
+			bad(fmt.Sprintf("response_headers[%d]", i), fmt.Sprintf("%q", name), "a valid header name")
+		}
+	}
+	if c.UserAgent != "" && !validHeaderValue(c.UserAgent) {
+		bad("user_agent", fmt.Sprintf("%q", c.UserAgent), "a valid header value")
+	}
+	if err := c.Classifier.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = DefaultUserAgent
+	}
+	return c
+}
+
+// parseBaseURL checks the base URL and returns it with its path ending
+// without a slash ("" for the root).
+func parseBaseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: base_url: must be an absolute http or https URL, got %q", s)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("httpapi: base_url: must be an absolute http or https URL, got %q", s)
+	case u.Host == "" || u.Hostname() == "":
+		return nil, fmt.Errorf("httpapi: base_url: must name a host, got %q", s)
+	case u.User != nil:
+		// Do not echo it: the user info may hold a password.
+		return nil, errors.New("httpapi: base_url: must not carry user info; put credentials in headers")
+	case u.RawQuery != "" || u.ForceQuery:
+		return nil, fmt.Errorf("httpapi: base_url: must have no query (put it in the job path), got %q", s)
+	case u.Fragment != "":
+		return nil, fmt.Errorf("httpapi: base_url: must have no fragment, got %q", s)
+	case strings.ContainsAny(s, "\\\x00\r\n\t "):
+		return nil, fmt.Errorf("httpapi: base_url: must not contain spaces, backslashes or control characters, got %q", s)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = strings.TrimRight(u.RawPath, "/")
+	if u.RawPath != "" && u.RawPath == u.Path {
+		u.RawPath = ""
+	}
+	return u, nil
+}
+
+const redacted = "[redacted]"
+
+// String describes the config with header values redacted.
+func (c Config) String() string {
+	return fmt.Sprintf("httpapi.Config{BaseURL:%q Timeout:%v MaxResponseBytes:%d MaxConns:%d Headers:%v AllowJobHeaders:%q ResponseHeaders:%q UserAgent:%q}",
+		c.BaseURL, c.Timeout, c.MaxResponseBytes, c.MaxConns, c.redactedHeaders(), c.AllowJobHeaders, c.ResponseHeaders, c.UserAgent)
+}
+
+// GoString is String, so that %#v redacts too.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue implements slog.LogValuer with header values redacted.
+func (c Config) LogValue() slog.Value {
+	hs := make([]slog.Attr, 0, len(c.Headers))
+	for _, name := range sortedKeys(c.Headers) {
+		hs = append(hs, slog.String(name, redacted))
+	}
+	return slog.GroupValue(
+		slog.String("base_url", c.BaseURL),
+		slog.Duration("timeout", c.Timeout),
+		slog.Int64("max_response_bytes", c.MaxResponseBytes),
+		slog.Int("max_conns", c.MaxConns),
+		slog.Attr{Key: "headers", Value: slog.GroupValue(hs...)},
+		slog.Any("allow_job_headers", c.AllowJobHeaders),
+	)
+}
+
+func (c Config) redactedHeaders() string {
+	var b strings.Builder
+	b.WriteString("map[")
+	for i, name := range sortedKeys(c.Headers) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(name + ":" + redacted)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,297 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// ErrInvalidRequest is wrapped by every error for a request that cannot be
+// made on the target: a path that would leave it, a bad method, a header
+// with CR/LF. Such a request is never sent; retrying cannot help.
+var ErrInvalidRequest = errors.New("httpapi: invalid request")
+
+// Limits on what a job may ask for.
+const (
+	maxPathBytes   = 8 << 10  // path and query
+	maxHeaderBytes = 64 << 10 // names and values of the job's headers
+	decodeDepth    = 3        // levels of percent-decoding checked for tricks
+)
+
+// Request is one call to the target, built by the worker from a job and
+// its type's defaults.
+type Request struct {
+	// Method is the HTTP method; "" means GET. The standard methods are
+	// accepted in any case and sent in upper case. CONNECT is refused.
+	Method string
+	// Path is joined under the base URL's path, with an optional query:
+	// "/users/7?fields=name" on base "https://api.example/v2" calls
+	// "https://api.example/v2/users/7?fields=name". A missing leading
+	// slash is added; "" is the base URL itself. See Sink.Check for what
+	// is refused.
+	Path string
+	// Header holds the job's headers. Connection and framing headers,
+	// Host and (unless allowed) Authorization are dropped; the config's
+	// headers replace job headers of the same name.
+	Header http.Header
+	// Body is sent as is, with its Content-Length.
+	Body []byte
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidRequest}, args...)...)
+}
+
+// quote shortens s for an error message.
+func quote(s string) string {
+	const max = 200
+	if len(s) > max {
+		return fmt.Sprintf("%q...", s[:max])
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+var standardMethods = []string{
+	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, http.MethodTrace,
+}
+
+func checkMethod(m string) (string, error) {
+	if m == "" {
+		return http.MethodGet, nil
+	}
+	for _, std := range standardMethods {
+		if strings.EqualFold(m, std) {
+			return std, nil
+		}
+	}
+	if strings.EqualFold(m, http.MethodConnect) {
+		return "", invalid("method: CONNECT is not allowed")
+	}
+	if !validHeaderName(m) { // a method is a token, like a header name
+		return "", invalid("method: must be a token, got %s", quote(m))
+	}
+	return m, nil
+}
+
+// resolve joins p under the base URL and checks that the result stays on
+// the target: same scheme, host and port, under the base path.
+func resolve(base *url.URL, p string) (*url.URL, error) {
+	if len(p) > maxPathBytes {
+		return nil, invalid("path: longer than %d bytes", maxPathBytes)
+	}
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c < 0x20 || c == 0x7f:
+			return nil, invalid("path: control character at byte %d", i)
+		case c == ' ':
+			return nil, invalid("path: space at byte %d (percent-encode it)", i)
+		case c == '\\':
+			return nil, invalid("path: backslash at byte %d", i)
+		case c > 0x7e:
+			return nil, invalid("path: non-ASCII byte at %d (percent-encode it)", i)
+		}
+	}
+	if strings.HasPrefix(p, "//") {
+		return nil, invalid("path: scheme-relative URL %s would leave the target", quote(p))
+	}
+	if strings.IndexByte(p, '#') >= 0 {
+		return nil, invalid("path: fragment not allowed in %s", quote(p))
+	}
+	rawPath, rawQuery, _ := strings.Cut(p, "?")
+	if !validEscapes(rawPath) || !validEscapes(rawQuery) {
+		return nil, invalid("path: bad percent-encoding in %s", quote(p))
+	}
+	if rawPath != "" && !strings.HasPrefix(rawPath, "/") {
+		// A first segment with a colon would read as a scheme, one with
+		// an @ as user info before a host: "http:x", "evil.example@x".
+		first, _, _ := strings.Cut(rawPath, "/")
+		for level, s := range decodings(first) {
+			if strings.ContainsAny(s, ":@") {
+				if level == 0 && strings.Contains(s, ":") {
+					return nil, invalid("path: absolute URL %s would leave the target", quote(p))
+				}
+				return nil, invalid("path: ':' or '@' before the first slash in %s", quote(p))
+			}
+		}
+		rawPath = "/" + rawPath
+	}
+	for _, s := range decodings(rawPath) {
+		if err := checkDecodedPath(s); err != nil {
+			return nil, invalid("path: %s in %s", err, quote(p))
+		}
+	}
+
+	joined := base.EscapedPath() + rawPath
+	decoded, err := url.PathUnescape(joined)
+	if err != nil {
+		return nil, invalid("path: bad percent-encoding in %s", quote(p))
+	}
+	if strings.HasPrefix(decoded, "//") {
+		return nil, invalid("path: %s would begin with //", quote(p))
+	}
+	u := &url.URL{Scheme: base.Scheme, Host: base.Host, Path: decoded, RawQuery: rawQuery}
+	if decoded != joined {
+		u.RawPath = joined
+	}
+
+	// Belt and braces: read the URL back as the client will send it.
+	back, err := url.Parse(u.String())
+	if err != nil || back.Scheme != base.Scheme || back.Host != base.Host || back.User != nil ||
+		back.Port() != base.Port() || back.Hostname() != base.Hostname() ||
+		!underBase(back.EscapedPath(), base.EscapedPath()) {
+		return nil, invalid("path: %s does not stay on the target", quote(p))
+	}
+	return u, nil
+}
+
+func underBase(p, base string) bool {
+	return p == base || strings.HasPrefix(p, base+"/")
+}
+
+// decodings returns s and its successive percent-decodings, up to
+// decodeDepth levels or until nothing is left to decode.
+func decodings(s string) []string {
+	out := []string{s}
+	for range decodeDepth {
+		if strings.IndexByte(s, '%') < 0 {
+			break
+		}
+		d, err := url.PathUnescape(s)
+		if err != nil || d == s {
+			break
+		}
+		out = append(out, d)
+		s = d
+	}
+	return out
+}
+
+// checkDecodedPath refuses what a server decoding the path might read as a
+// different path: dot segments (which climb out of the base path),
+// backslashes (a separator to some servers) and control characters.
+func checkDecodedPath(s string) error {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return errors.New("encoded control character")
+		}
+	}
+	if strings.IndexByte(s, '\\') >= 0 {
+		return errors.New("encoded backslash")
+	}
+	for seg := range strings.SplitSeq(s, "/") {
+		if seg == "." || seg == ".." {
+			return errors.New("dot segment")
+		}
+	}
+	return nil
+}
+
+// validEscapes reports whether every % in s starts a two-digit hex escape.
+func validEscapes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' {
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return false
+			}
+			i += 2
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// filterHeaders returns the job's headers that may be sent, then the
+// config's headers on top. A header with an invalid name or value makes the
+// request invalid, even one that would have been dropped.
+func (s *Sink) filterHeaders(in http.Header) (http.Header, error) {
+	out := make(http.Header, len(in)+len(s.cfg.Headers)+1)
+	names := make([]string, 0, len(in))
+	size := 0
+	for name, vals := range in {
+		names = append(names, name)
+		size += len(name)
+		for _, v := range vals {
+			size += len(v)
+		}
+	}
+	if size > maxHeaderBytes {
+		return nil, invalid("headers: larger than %d bytes", maxHeaderBytes)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !validHeaderName(name) {
+			return nil, invalid("header %s: invalid name", quote(name))
+		}
+		for _, v := range in[name] {
+			if !validHeaderValue(v) {
+				// Do not echo the value: it may be a credential.
+				return nil, invalid("header %s: value contains CR, LF or another control character", name)
+			}
+		}
+	}
+	// Headers named in Connection are hop-by-hop too (RFC 9110, 7.6.1).
+	var listed []string
+	for _, v := range in.Values("Connection") {
+		for tok := range strings.SplitSeq(v, ",") {
+			if tok = strings.TrimSpace(tok); tok != "" {
+				listed = append(listed, http.CanonicalHeaderKey(tok))
+			}
+		}
+	}
+	for _, name := range names {
+		canon := http.CanonicalHeaderKey(name)
+		switch {
+		case slices.Contains(alwaysDropped, canon), strings.HasPrefix(canon, "Proxy-"), slices.Contains(listed, canon):
+			continue
+		case slices.Contains(droppedUnlessAllowed, canon) && !s.allowed[canon]:
+			continue
+		}
+		out[canon] = append(out[canon], in[name]...)
+	}
+	for name, v := range s.cfg.Headers {
+		out.Set(name, v)
+	}
+	if out.Get("User-Agent") == "" {
+		out.Set("User-Agent", s.cfg.UserAgent)
+	}
+	return out, nil
+}
+
+// validHeaderName reports whether s is an RFC 9110 token.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isTokenChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isTokenChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// validHeaderValue reports whether s holds no control character but
+// horizontal tab (RFC 9110 field-value, obs-text allowed).
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
