@@ -248,6 +248,27 @@ func targetResolves(target string, lookup func(ctx context.Context, host string)
 	}
 }
 
+// sourceReady is a readiness check for the source. A source that can tell
+// whether it is connected (a Connected() bool method) is asked; one that
+// reports stats is ready while it can read them (which needs the
+// connection and the consumer); any other source is ready once opened.
+func sourceReady(src sources.Source) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if c, ok := src.(interface{ Connected() bool }); ok {
+			if !c.Connected() {
+				return errors.New("source not connected")
+			}
+			return nil
+		}
+		if ss, ok := src.(sources.StatsSource); ok {
+			if _, err := ss.Stats(ctx); err != nil {
+				return fmt.Errorf("source not ready: %w", err)
+			}
+		}
+		return nil
+	}
+}
+
 // registerOpsMetrics registers, on reg, the metrics that are not part of a
 // library package's metrics struct:
 //

@@ -410,3 +410,49 @@ func TestAllReady(t *testing.T) {
 		t.Errorf("one failing: %v after %d calls, want the failure after 2", err, calls)
 	}
 }
+
+// connSource is a sources.Source that says whether it is connected.
+type connSource struct {
+	statsOnlySource
+	up atomic.Bool
+}
+
+func (c *connSource) Connected() bool { return c.up.Load() }
+
+func TestSourceReady(t *testing.T) {
+	// A source that knows whether it is connected is asked, not its stats.
+	cs := &connSource{statsOnlySource: statsOnlySource{&fakeStats{err: errors.New("stats not asked")}}}
+	if err := sourceReady(cs)(t.Context()); err == nil || err.Error() != "source not connected" {
+		t.Errorf("disconnected: %v", err)
+	}
+	cs.up.Store(true)
+	if err := sourceReady(cs)(t.Context()); err != nil {
+		t.Errorf("connected: %v", err)
+	}
+
+	// A source with stats is ready while it can read them.
+	f := &fakeStats{err: errors.New("nats: no servers available for connection")}
+	check := sourceReady(statsOnlySource{f})
+	if err := check(t.Context()); err == nil || err.Error() != "source not ready: nats: no servers available for connection" {
+		t.Errorf("stats failing: %v", err)
+	}
+	f.set(sources.Stats{}, nil)
+	if err := check(t.Context()); err != nil {
+		t.Errorf("stats readable: %v", err)
+	}
+
+	// Any other source is ready once opened.
+	if err := sourceReady(plainSource{})(t.Context()); err != nil {
+		t.Errorf("plain source: %v", err)
+	}
+}
+
+type plainSource struct{}
+
+func (plainSource) Receive(ctx context.Context, max int) ([]sources.Message, error) {
+	return nil, errors.New("not used")
+}
+func (plainSource) Publish(ctx context.Context, m sources.Outgoing) error {
+	return errors.New("not used")
+}
+func (plainSource) Close() error { return nil }
