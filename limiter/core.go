@@ -203,12 +203,10 @@ func (c *Core) Acquire(now time.Time, units float64) Decision {
 }
 
 // take removes u units from a bucket that holds them (or is full, for an
-// oversized request), absorbing floating-point noise.
+// oversized request). A grant at a time rounded to the nanosecond may find
+// the bucket a hair short of u; the shortfall is kept, so that the level
+// stays exact for the continuous model at every later instant.
 func (c *Core) take(t time.Duration, u float64) {
-	need := math.Min(u, c.cap)
-	if c.tokens < need {
-		c.tokens = need
-	}
 	c.tokens -= u
 	if c.measure {
 		c.recordGrant(t, u)

@@ -1,0 +1,400 @@
+package limiter
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Replayer drives a Core through a trace in virtual time: the format of
+// `sluice limiter replay` (DESIGN.md, "Trace replay").
+//
+// Input is JSON lines. The first is {"options": {...}} with the option names
+// of the config file (see DecodeTraceOptions). Each later line is an event
+// with "at" in seconds from the start, never decreasing, and an "op":
+//
+//	{"at": 0, "op": "acquire", "id": "r1", "units": 2}      units default to 1
+//	{"at": 3.5, "op": "throttle", "id": "r1", "retry_after": 4, "sent_at": 3.0}
+//	{"at": 4, "op": "success", "id": "r1"}
+//	{"at": 4, "op": "client_error", "id": "r1"}              counts as a success
+//	{"at": 4, "op": "server_error", "id": "r1"}              changes nothing
+//	{"at": 4, "op": "network_error", "id": "r1"}             changes nothing
+//	{"at": 5, "op": "instances", "count": 3}
+//	{"at": 6, "op": "cancel", "id": "r3"}
+//	{"at": 7, "op": "tick"}
+//
+// A throttle's sent_at defaults to the request's grant time; retry_after is
+// in seconds. Outcomes are accepted only for granted requests. Blank lines
+// are skipped; unknown fields of an event are ignored.
+//
+// For each event Run writes one line, after the Core has done everything
+// due up to and including at, then the event, then what the event made due
+// at at:
+//
+//	{"at": 3.5, "op": "throttle", "rate": 420, "tokens": 0, "queue": 2, "paused_until": 7.5, "granted": [{"id": "r4", "at": 3.2}], "rejected": [{"id": "r9", "at": 3.4, "reason": "max_wait"}]}
+//
+// rate is this instance's rate in units per minute, tokens the bucket's
+// level, paused_until null when not paused, and granted and rejected list
+// the decisions since the previous line with their exact virtual times.
+// Times are exact to the nanosecond; rate and tokens are rounded to 12
+// significant digits.
+type Replayer struct {
+	// DecodeOptions turns the value of the first line's "options" into a
+	// Config. Nil means DecodeTraceOptions.
+	DecodeOptions func(raw []byte) (Config, error)
+}
+
+// Replay runs a trace with the default Replayer.
+func Replay(r io.Reader, w io.Writer) error { return Replayer{}.Run(r, w) }
+
+// LineError is an error in a trace, at a line (counted from 1).
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("limiter: trace line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+type traceEvent struct {
+	At         *json.Number `json:"at"`
+	Op         string       `json:"op"`
+	ID         *string      `json:"id"`
+	Units      *json.Number `json:"units"`
+	RetryAfter *json.Number `json:"retry_after"`
+	SentAt     *json.Number `json:"sent_at"`
+	Count      *json.Number `json:"count"`
+}
+
+type traceReq struct {
+	name    string
+	id      uint64
+	units   float64
+	status  Status
+	grantAt time.Time
+}
+
+// traceStart is the virtual instant that "at": 0 stands for.
+var traceStart = time.Unix(0, 0).UTC()
+
+// Run replays the trace read from r and writes the output lines to w. It
+// stops at the first bad line with a *LineError; the lines before it have
+// been written.
+func (p Replayer) Run(r io.Reader, w io.Writer) error {
+	decode := p.DecodeOptions
+	if decode == nil {
+		decode = DecodeTraceOptions
+	}
+	bw := bufio.NewWriter(w)
+	err := p.run(r, bw, decode)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+func (p Replayer) run(r io.Reader, w *bufio.Writer, decode func([]byte) (Config, error)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	var (
+		core    *Core
+		line    int
+		last    time.Duration
+		byName  = map[string]*traceReq{}
+		byID    = map[uint64]*traceReq{}
+		decs    []Decision
+		out     []byte
+		granted []Decision
+		reject  []Decision
+	)
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		fail := func(format string, args ...any) error {
+			return &LineError{Line: line, Err: fmt.Errorf(format, args...)}
+		}
+		if core == nil {
+			cfg, err := decodeOptionsLine(text, decode)
+			if err != nil {
+				return &LineError{Line: line, Err: err}
+			}
+			if core, err = NewCore(cfg, traceStart); err != nil {
+				return &LineError{Line: line, Err: err}
+			}
+			continue
+		}
+		var ev traceEvent
+		dec := json.NewDecoder(bytes.NewReader(text))
+		dec.UseNumber()
+		if err := dec.Decode(&ev); err != nil {
+			return fail("bad JSON: %v", err)
+		}
+		if dec.More() {
+			return fail("bad JSON: more than one value on the line")
+		}
+		if ev.At == nil {
+			return fail(`missing "at"`)
+		}
+		atD, err := seconds(*ev.At)
+		if err != nil || atD < 0 {
+			return fail(`"at": must be a number of seconds >= 0, got %s`, *ev.At)
+		}
+		if atD < last {
+			return fail(`"at": %s is before the previous event (%v)`, *ev.At, last.Seconds())
+		}
+		last = atD
+		now := traceStart.Add(atD)
+
+		granted, reject = granted[:0], reject[:0]
+		note := func(d Decision) {
+			rq := byID[d.ID]
+			rq.status = d.Status
+			if d.Status == Granted {
+				rq.grantAt = d.At
+				granted = append(granted, d)
+			} else {
+				reject = append(reject, d)
+			}
+		}
+		core.Advance(now)
+		decs = core.Drain(decs[:0])
+		for _, d := range decs {
+			note(d)
+		}
+
+		needID := func() (*traceReq, error) {
+			if ev.ID == nil {
+				return nil, fail(`%s: missing "id"`, ev.Op)
+			}
+			rq, ok := byName[*ev.ID]
+			if !ok {
+				return nil, fail("%s: unknown id %q (never acquired)", ev.Op, *ev.ID)
+			}
+			return rq, nil
+		}
+		outcome := func(o Outcome) error {
+			rq, err := needID()
+			if err != nil {
+				return err
+			}
+			if rq.status != Granted {
+				return fail("%s: request %q was not granted (%s)", ev.Op, rq.name, rq.status)
+			}
+			sent := rq.grantAt
+			if o.Kind == Throttle {
+				if ev.RetryAfter != nil {
+					ra, err := seconds(*ev.RetryAfter)
+					if err != nil {
+						return fail(`"retry_after": must be a number of seconds, got %s`, *ev.RetryAfter)
+					}
+					o.RetryAfter = max(ra, 0)
+				}
+				if ev.SentAt != nil {
+					s, err := seconds(*ev.SentAt)
+					if err != nil {
+						return fail(`"sent_at": must be a number of seconds, got %s`, *ev.SentAt)
+					}
+					sent = traceStart.Add(s)
+				}
+			}
+			core.Observe(now, sent, rq.units, o)
+			return nil
+		}
+
+		switch ev.Op {
+		case "acquire":
+			if ev.ID == nil {
+				return fail(`acquire: missing "id"`)
+			}
+			if _, dup := byName[*ev.ID]; dup {
+				return fail("acquire: id %q already used", *ev.ID)
+			}
+			units := 1.0
+			if ev.Units != nil {
+				units, err = ev.Units.Float64()
+				if err != nil || units < 0 || math.IsInf(units, 0) {
+					return fail(`acquire: "units": must be a number >= 0, got %s`, *ev.Units)
+				}
+			}
+			d := core.Acquire(now, units)
+			rq := &traceReq{name: *ev.ID, id: d.ID, units: units, status: Waiting}
+			byName[rq.name], byID[d.ID] = rq, rq
+			if d.Status != Waiting {
+				note(d)
+			}
+		case "throttle":
+			err = outcome(Outcome{Kind: Throttle, Status: 429})
+		case "success":
+			err = outcome(Outcome{Kind: Success, Status: 200})
+		case "client_error":
+			err = outcome(Outcome{Kind: ClientError, Status: 400})
+		case "server_error":
+			err = outcome(Outcome{Kind: ServerError, Status: 500})
+		case "network_error":
+			err = outcome(Outcome{Kind: NetworkError})
+		case "cancel":
+			var rq *traceReq
+			if rq, err = needID(); err == nil {
+				if d, ok := core.Cancel(now, rq.id); ok {
+					note(d)
+				}
+			}
+		case "instances":
+			if ev.Count == nil {
+				return fail(`instances: missing "count"`)
+			}
+			n, cerr := strconv.Atoi(ev.Count.String())
+			if cerr != nil || n < 1 {
+				return fail(`instances: "count": must be an integer >= 1, got %s`, *ev.Count)
+			}
+			err = core.SetInstanceCount(now, n)
+		case "tick":
+		case "":
+			return fail(`missing "op"`)
+		default:
+			return fail("unknown op %q", ev.Op)
+		}
+		if err != nil {
+			return err
+		}
+		decs = core.Drain(decs[:0])
+		for _, d := range decs {
+			note(d)
+		}
+		out = appendLine(out[:0], ev, atD, core, now, granted, reject, byID)
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return &LineError{Line: line + 1, Err: err}
+	}
+	if core == nil {
+		return &LineError{Line: line + 1, Err: errors.New(`missing the {"options": {...}} line`)}
+	}
+	return nil
+}
+
+func decodeOptionsLine(text []byte, decode func([]byte) (Config, error)) (Config, error) {
+	var first map[string]json.RawMessage
+	if err := json.Unmarshal(text, &first); err != nil {
+		return Config{}, fmt.Errorf(`first line must be {"options": {...}}: %v`, err)
+	}
+	raw, ok := first["options"]
+	if !ok {
+		return Config{}, errors.New(`first line must be {"options": {...}}`)
+	}
+	for k := range first {
+		if k != "options" {
+			return Config{}, fmt.Errorf(`first line: unknown key %q (want only "options")`, k)
+		}
+	}
+	return decode(raw)
+}
+
+// seconds converts a JSON number of seconds to a Duration, rounded to the
+// nanosecond.
+func seconds(n json.Number) (time.Duration, error) {
+	f, err := n.Float64()
+	if err != nil || math.IsNaN(f) || math.Abs(f) > 1e9 {
+		return 0, fmt.Errorf("bad number of seconds %s", n)
+	}
+	return time.Duration(math.Round(f * 1e9)), nil
+}
+
+func appendLine(b []byte, ev traceEvent, at time.Duration, c *Core, now time.Time, granted, rejected []Decision, byID map[uint64]*traceReq) []byte {
+	b = append(b, `{"at": `...)
+	b = appendSeconds(b, at)
+	b = append(b, `, "op": `...)
+	b = strconv.AppendQuote(b, ev.Op)
+	b = append(b, `, "rate": `...)
+	b = appendValue(b, c.Rate())
+	b = append(b, `, "tokens": `...)
+	b = appendValue(b, snapZero(c.Tokens(now)))
+	b = append(b, `, "queue": `...)
+	b = strconv.AppendInt(b, int64(c.QueueLen()), 10)
+	b = append(b, `, "paused_until": `...)
+	if p, ok := c.PausedUntil(); ok {
+		b = appendSeconds(b, p.Sub(traceStart))
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `, "granted": [`...)
+	for i, d := range granted {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, `{"id": `...)
+		b = appendString(b, byID[d.ID].name)
+		b = append(b, `, "at": `...)
+		b = appendSeconds(b, d.At.Sub(traceStart))
+		b = append(b, '}')
+	}
+	b = append(b, `], "rejected": [`...)
+	for i, d := range rejected {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, `{"id": `...)
+		b = appendString(b, byID[d.ID].name)
+		b = append(b, `, "at": `...)
+		b = appendSeconds(b, d.At.Sub(traceStart))
+		b = append(b, `, "reason": `...)
+		b = appendString(b, string(d.Reason))
+		b = append(b, '}')
+	}
+	return append(b, "]}\n"...)
+}
+
+func appendString(b []byte, s string) []byte {
+	j, _ := json.Marshal(s) // a string always marshals
+	return append(b, j...)
+}
+
+// appendSeconds writes an exact nanosecond time as seconds.
+func appendSeconds(b []byte, d time.Duration) []byte {
+	if d < 0 {
+		b = append(b, '-')
+		d = -d
+	}
+	b = strconv.AppendInt(b, int64(d/time.Second), 10)
+	if ns := int64(d % time.Second); ns != 0 {
+		frac := strings.TrimRight(fmt.Sprintf("%09d", ns), "0")
+		b = append(b, '.')
+		b = append(b, frac...)
+	}
+	return b
+}
+
+// snapZero shows a token level within 1e-7 units of zero as zero: grant
+// times are exact to the nanosecond, so the bucket may be a few
+// nanoseconds' accrual off zero right after a grant.
+func snapZero(v float64) float64 {
+	if math.Abs(v) < 1e-7 {
+		return 0
+	}
+	return v
+}
+
+// appendValue writes a rate or a token level, rounded to 12 significant
+// digits so that floating-point noise (419.99999999999994) does not show.
+func appendValue(b []byte, v float64) []byte {
+	if math.Abs(v) < 1e-9 {
+		v = 0
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+	if err == nil {
+		v = r
+	}
+	return strconv.AppendFloat(b, v, 'f', -1, 64)
+}
