@@ -1,0 +1,515 @@
+package jetstream_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/sluicehq/sluice/sources"
+	"github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/sourcetest"
+)
+
+// startServer starts an embedded server on a random port with its store
+// in a temporary directory.
+func startServer(t *testing.T) *jetstream.Server {
+	t.Helper()
+	srv, err := jetstream.StartServer(jetstream.EmbeddedConfig{StoreDir: t.TempDir(), Port: jetstream.RandomPort}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
+var nameSeq atomic.Int64
+
+// uniqueConfig returns a Config for url with stream, subjects and consumer
+// names no other test uses.
+func uniqueConfig(url string) jetstream.Config {
+	name := fmt.Sprintf("T%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9, nameSeq.Add(1))
+	return jetstream.Config{
+		URL:       url,
+		Stream:    name,
+		Subjects:  []string{"sluicetest." + name + ".jobs"},
+		Consumer:  "w",
+		Setup:     true,
+		FetchWait: 250 * time.Millisecond,
+	}
+}
+
+func open(t *testing.T, cfg jetstream.Config) *jetstream.Source {
+	t.Helper()
+	s, err := jetstream.Open(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// deleteStreams removes the test's streams when it ends.
+func deleteStreams(t *testing.T, url string, cfg jetstream.Config) {
+	t.Cleanup(func() {
+		nc, err := nats.Connect(url)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		defer nc.Close()
+		js, _ := nc.JetStream()
+		for _, name := range []string{cfg.Stream, cfg.Stream + "_DEAD"} {
+			if err := js.DeleteStream(name); err != nil && !errors.Is(err, nats.ErrStreamNotFound) {
+				t.Errorf("cleanup: delete stream %s: %v", name, err)
+			}
+		}
+	})
+}
+
+func conformance(t *testing.T, url string) {
+	sourcetest.Run(t, func(t *testing.T, opts sourcetest.Options) sourcetest.Queue {
+		cfg := uniqueConfig(url)
+		cfg.AckWait = opts.AckWait
+		deleteStreams(t, url, cfg)
+		return sourcetest.Queue{Open: func(t *testing.T) sources.Source { return open(t, cfg) }}
+	})
+}
+
+func TestConformanceEmbedded(t *testing.T) {
+	conformance(t, startServer(t).ClientURL())
+}
+
+// TestConformanceNATSURL runs the suite against the server in NATS_URL.
+func TestConformanceNATSURL(t *testing.T) {
+	url := os.Getenv("NATS_URL")
+	if url == "" {
+		t.Skip("NATS_URL not set")
+	}
+	conformance(t, url)
+}
+
+func TestPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	_, err = jetstream.StartServer(jetstream.EmbeddedConfig{StoreDir: t.TempDir(), Port: port}, nil)
+	if !errors.Is(err, jetstream.ErrPortInUse) {
+		t.Fatalf("StartServer on a port in use: %v, want ErrPortInUse", err)
+	}
+	if !strings.Contains(err.Error(), "embedded.port") || !strings.Contains(err.Error(), strconv.Itoa(port)) {
+		t.Errorf("error does not name the setting and the port: %v", err)
+	}
+}
+
+// TestEmbeddedShared: a second Open on the same store directory uses the
+// first one's server instead of starting another.
+func TestEmbeddedShared(t *testing.T) {
+	cfg := uniqueConfig(jetstream.Embedded)
+	cfg.Embedded = jetstream.EmbeddedConfig{StoreDir: t.TempDir(), Port: jetstream.RandomPort}
+	first := open(t, cfg)
+	defer first.Close()
+	if first.Server() == nil || first.EmbeddedURL() == "" {
+		t.Fatal("first Source did not start the embedded server")
+	}
+	second := open(t, cfg)
+	if second.Server() != nil {
+		t.Error("second Source started its own server")
+	}
+	if second.EmbeddedURL() != first.EmbeddedURL() {
+		t.Errorf("second Source uses %s, want %s", second.EmbeddedURL(), first.EmbeddedURL())
+	}
+	if err := second.Publish(t.Context(), sources.Outgoing{ID: "x", Data: []byte("hi")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := first.Receive(t.Context(), 10)
+	if err != nil || len(msgs) != 1 || string(msgs[0].Data()) != "hi" {
+		t.Fatalf("Receive: %d messages, %v", len(msgs), err)
+	}
+	// A third opener cannot start a server while the first holds the
+	// directory.
+	if _, err := jetstream.StartServer(cfg.Embedded, nil); !errors.Is(err, jetstream.ErrStoreLocked) {
+		t.Errorf("StartServer on a locked store: %v, want ErrStoreLocked", err)
+	}
+}
+
+func TestDedupeAndStats(t *testing.T) {
+	srv := startServer(t)
+	cfg := uniqueConfig(srv.ClientURL())
+	s := open(t, cfg)
+	defer s.Close()
+	ctx := t.Context()
+	for i, wantDup := range []bool{false, true} {
+		ack, err := s.PublishAck(ctx, sources.Outgoing{ID: "job-1", Data: []byte("a")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ack.Duplicate != wantDup {
+			t.Errorf("publish %d: Duplicate = %v, want %v", i+1, ack.Duplicate, wantDup)
+		}
+	}
+	for _, id := range []string{"job-2", "job-3", ""} {
+		if err := s.Publish(ctx, sources.Outgoing{ID: id, Data: []byte(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st != (sources.Stats{Pending: 4}) {
+		t.Errorf("stats after 4 publishes: %+v", st)
+	}
+
+	msgs, err := s.Receive(ctx, 2)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("Receive(2): %d, %v", len(msgs), err)
+	}
+	if msgs[0].ID() != "job-1" || msgs[0].Headers()["Nats-Msg-Id"] != "job-1" {
+		t.Errorf("first message id %q headers %v", msgs[0].ID(), msgs[0].Headers())
+	}
+	if err := msgs[1].Nak(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	// A dead-letter record published by JetStream on the derived subject is
+	// acked by the dead-letter stream.
+	if cfg := s.Config(); cfg.DeadLetterSubject != "sluicetest."+cfg.Stream+".dead" || cfg.DeadLetterStream != cfg.Stream+"_DEAD" {
+		t.Errorf("dead letters on %s in %s", cfg.DeadLetterSubject, cfg.DeadLetterStream)
+	}
+	if _, err := s.JetStream().Publish(ctx, s.Config().DeadLetterSubject, []byte(`{"id":"x"}`)); err != nil {
+		t.Fatalf("publish dead letter: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	want := sources.Stats{Pending: 2, AckPending: 2, Redelivered: 0, DeadLetters: 1}
+	for {
+		if st, err = s.Stats(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st == want || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st != want {
+		t.Errorf("stats: %+v, want %+v", st, want)
+	}
+
+	// The last message had no ID: its stream sequence stands in.
+	var ids []string
+	for len(ids) < 3 && time.Now().Before(deadline) {
+		more, err := s.Receive(ctx, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range more {
+			ids = append(ids, m.ID())
+			_ = m.Ack(ctx)
+		}
+	}
+	// The duplicate took no sequence: job-1..3 are 1..3.
+	if !strings.Contains(strings.Join(ids, ","), "4") {
+		t.Errorf("ids %v: want the stream sequence 4 for the message without id", ids)
+	}
+	_ = msgs[0].Ack(ctx)
+}
+
+func TestSetupFalseNeedsConsumer(t *testing.T) {
+	srv := startServer(t)
+	cfg := uniqueConfig(srv.ClientURL())
+	cfg.Setup = false
+	_, err := jetstream.Open(t.Context(), cfg, nil)
+	if err == nil || !strings.Contains(err.Error(), "setup: true") {
+		t.Fatalf("Open without the stream: %v", err)
+	}
+}
+
+func TestAuthTokenNotInErrors(t *testing.T) {
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, Authorization: "s3cret-token"}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	cfg := uniqueConfig(ns.ClientURL())
+	cfg.Setup = false
+	cfg.Auth.Token = "wrong-token"
+	_, err = jetstream.Open(t.Context(), cfg, nil)
+	if err == nil {
+		t.Fatal("connected with a wrong token")
+	}
+	if strings.Contains(err.Error(), "wrong-token") {
+		t.Errorf("error shows the token: %v", err)
+	}
+	if s := fmt.Sprintf("%v %+v %#v", cfg.Auth, cfg, cfg.Auth); strings.Contains(s, "wrong-token") {
+		t.Errorf("formatting shows the token: %s", s)
+	}
+	cfg.Auth.Token = "s3cret-token"
+	// The server has no JetStream, so binding fails after connecting.
+	_, err = jetstream.Open(t.Context(), cfg, nil)
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "consumer") {
+		t.Errorf("Open with the right token: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := jetstream.Config{}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("zero config: %v", err)
+	}
+	for _, c := range []struct {
+		cfg   jetstream.Config
+		field string
+	}{
+		{jetstream.Config{URL: "embeded"}, "url"},
+		{jetstream.Config{Embedded: jetstream.EmbeddedConfig{Port: 70000}}, "embedded.port"},
+		{jetstream.Config{Stream: "a.b"}, "stream"},
+		{jetstream.Config{Consumer: "a b"}, "consumer"},
+		{jetstream.Config{Subjects: []string{"a..b"}}, "subjects[0]"},
+		{jetstream.Config{PublishSubject: "a.*"}, "publish_subject"},
+		{jetstream.Config{Subjects: []string{"jobs.>"}, PublishSubject: "jobs.new"}, "dead_letter_subject"},
+		{jetstream.Config{AckWait: time.Millisecond}, "ack_wait"},
+		{jetstream.Config{MaxDeliver: -2}, "max_deliver"},
+		{jetstream.Config{Backoff: []time.Duration{time.Second, 2 * time.Second}, MaxDeliver: 1}, "max_deliver"},
+		{jetstream.Config{Backoff: []time.Duration{0}}, "backoff[0]"},
+		{jetstream.Config{FetchWait: time.Microsecond}, "fetch_wait"},
+		{jetstream.Config{Auth: jetstream.Auth{Token: "t", User: "u"}}, "auth"},
+		{jetstream.Config{TLS: jetstream.TLS{CertFile: "c"}}, "tls"},
+		{jetstream.Config{DeadLetterStream: "SLUICE"}, "dead_letter_stream"},
+	} {
+		err := c.cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), "jetstream: "+c.field+":") {
+			t.Errorf("Validate(%+v) = %v, want an error naming %s", c.cfg, err, c.field)
+		}
+	}
+	if got := jetstream.DeadLetterSubjectFor("sluice.jobs"); got != "sluice.dead" {
+		t.Errorf("DeadLetterSubjectFor(sluice.jobs) = %q", got)
+	}
+	if got := jetstream.DeadLetterSubjectFor("jobs"); got != "jobs.dead" {
+		t.Errorf("DeadLetterSubjectFor(jobs) = %q", got)
+	}
+}
+
+// The kill test. The helper process opens the source from the environment,
+// receives kill_count messages without settling them, says "held N" and
+// waits to be killed.
+const helperEnv = "SLUICE_JETSTREAM_HELPER"
+
+func TestHelperProcess(t *testing.T) {
+	spec := os.Getenv(helperEnv)
+	if spec == "" {
+		t.Skip("helper process for TestKilledConsumer")
+	}
+	// spec: url stream subject ackwait count
+	f := strings.Fields(spec)
+	ackWait, _ := time.ParseDuration(f[3])
+	n, _ := strconv.Atoi(f[4])
+	cfg := jetstream.Config{URL: f[0], Stream: f[1], Subjects: []string{f[2]}, Consumer: "w", Setup: true, AckWait: ackWait, FetchWait: 250 * time.Millisecond}
+	s, err := jetstream.Open(context.Background(), cfg, nil)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	var held []sources.Message
+	deadline := time.Now().Add(60 * time.Second)
+	for len(held) < n && time.Now().Before(deadline) {
+		msgs, err := s.Receive(context.Background(), n-len(held))
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(2)
+		}
+		held = append(held, msgs...)
+	}
+	fmt.Println("held", len(held))
+	select {} // until killed
+}
+
+func TestKilledConsumer(t *testing.T) {
+	srv := startServer(t)
+	cfg := uniqueConfig(srv.ClientURL())
+	cfg.AckWait = 2 * time.Second
+	const n = 50
+	pub := open(t, cfg)
+	defer pub.Close()
+	for i := range n {
+		if err := pub.Publish(t.Context(), sources.Outgoing{ID: fmt.Sprintf("k-%02d", i), Data: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s %d", helperEnv, cfg.URL, cfg.Stream, cfg.Subjects[0], cfg.AckWait, n))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "held ") || strings.HasPrefix(sc.Text(), "error ") {
+				line <- sc.Text()
+				return
+			}
+		}
+		line <- "helper exited"
+	}()
+	select {
+	case l := <-line:
+		if l != fmt.Sprintf("held %d", n) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("helper: %s", l)
+		}
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatal("helper did not report")
+	}
+	if st, err := pub.Stats(t.Context()); err != nil || st.AckPending != n {
+		t.Errorf("before the kill: %+v, %v; want %d ack pending", st, err, n)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	got := map[string]bool{}
+	deadline := time.Now().Add(cfg.AckWait + 60*time.Second)
+	for len(got) < n && time.Now().Before(deadline) {
+		msgs, err := pub.Receive(t.Context(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if m.DeliveryCount() < 2 {
+				t.Errorf("%s: DeliveryCount %d, want >= 2", m.ID(), m.DeliveryCount())
+			}
+			got[m.ID()] = true
+			if err := m.Ack(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("second consumer received %d of the %d messages the killed one held", len(got), n)
+	}
+}
+
+// TestServerRestart: a consumer keeps working across a restart of the
+// server: messages acked before it are not redelivered, messages held
+// across it can still be acked, and the rest arrive once each.
+func TestServerRestart(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := jetstream.StartServer(jetstream.EmbeddedConfig{StoreDir: dir, Port: jetstream.RandomPort}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, portStr, _ := net.SplitHostPort(strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	port, _ := strconv.Atoi(portStr)
+	cfg := uniqueConfig(srv.ClientURL())
+	cfg.AckWait = time.Minute
+	s := open(t, cfg)
+	defer s.Close()
+	ctx := t.Context()
+	const n = 100
+	for i := range n {
+		if err := s.Publish(ctx, sources.Outgoing{ID: fmt.Sprintf("r-%03d", i), Data: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acked := map[string]int{}
+	receive := func(max int) []sources.Message {
+		t.Helper()
+		var out []sources.Message
+		deadline := time.Now().Add(30 * time.Second)
+		for len(out) < max && time.Now().Before(deadline) {
+			msgs, err := s.Receive(ctx, max-len(out))
+			if err != nil {
+				t.Fatalf("Receive: %v", err)
+			}
+			out = append(out, msgs...)
+		}
+		return out
+	}
+	for _, m := range receive(30) {
+		if err := m.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		acked[m.ID()]++
+	}
+	held := receive(10)
+	// Wait until the server has recorded the 30 acks.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.AckPending == 10 && st.Pending == 60 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats before restart: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	srv.Shutdown()
+	srv, err = jetstream.StartServer(jetstream.EmbeddedConfig{StoreDir: dir, Port: port}, nil)
+	if err != nil {
+		t.Fatalf("restart on port %d: %v", port, err)
+	}
+	defer srv.Shutdown()
+
+	for _, m := range held {
+		if err := m.Ack(ctx); err != nil {
+			t.Fatalf("ack across the restart: %v", err)
+		}
+		acked[m.ID()]++
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for len(acked) < n && time.Now().Before(deadline) {
+		msgs, err := s.Receive(ctx, 16)
+		if err != nil {
+			t.Fatalf("Receive after restart: %v", err)
+		}
+		for _, m := range msgs {
+			if err := m.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+			acked[m.ID()]++
+		}
+	}
+	if len(acked) != n {
+		t.Fatalf("acked %d of %d messages after the restart", len(acked), n)
+	}
+	for id, c := range acked {
+		if c > 1 {
+			t.Errorf("%s delivered and acked %d times", id, c)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package jetstream
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// lockName is the file in the store directory that the process running
+// the embedded server holds locked; it contains the server's client URL.
+const lockName = "sluice.lock"
+
+// Server is an in-process nats-server with JetStream, storing its data in
+// a directory that it holds locked while it runs.
+type Server struct {
+	ns   *server.Server
+	lock *os.File
+	url  string
+	once sync.Once
+}
+
+// ErrStoreLocked is returned by StartServer when another process runs an
+// embedded server on the same store directory.
+var ErrStoreLocked = errors.New("jetstream: store directory in use by another process")
+
+// StartServer starts an embedded server as configured. It installs no
+// signal handlers; Shutdown stops it. A port in use fails with an error
+// wrapping ErrPortInUse, a store directory locked by another process with
+// one wrapping ErrStoreLocked.
+func StartServer(cfg EmbeddedConfig, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = discard
+	}
+	c := Config{URL: Embedded, Embedded: cfg}.withDefaults().Embedded
+	if err := os.MkdirAll(c.StoreDir, 0o750); err != nil {
+		return nil, fmt.Errorf("jetstream: embedded.store_dir: %w", err)
+	}
+	lock, err := lockStore(c.StoreDir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := startLocked(c, lock, log)
+	if err != nil {
+		_ = unlockStore(lock)
+		return nil, err
+	}
+	return s, nil
+}
+
+func startLocked(c EmbeddedConfig, lock *os.File, log *slog.Logger) (*Server, error) {
+	addr := net.JoinHostPort(c.Host, strconv.Itoa(max(c.Port, 0)))
+	if c.Port != RandomPort {
+		// nats-server reports a listen failure only in its log; find it
+		// first, to say which setting to change.
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: cannot listen on %s (%v); set embedded.port to a free port, or -1 for a random one", ErrPortInUse, addr, err)
+		}
+		_ = l.Close()
+	}
+	dir, err := filepath.Abs(c.StoreDir)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: embedded.store_dir: %w", err)
+	}
+	opts := &server.Options{
+		ServerName: "sluice-embedded",
+		Host:       c.Host,
+		Port:       c.Port,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoSigs:     true,
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: embedded server: %w", err)
+	}
+	sl := &serverLog{log: log.With("component", "nats-server")}
+	ns.SetLoggerV2(sl, false, false, false)
+	ns.Start()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		if f := sl.fatal(); f != "" {
+			if strings.Contains(f, "listen") {
+				return nil, fmt.Errorf("%w: %s; set embedded.port to a free port, or -1 for a random one", ErrPortInUse, f)
+			}
+			return nil, fmt.Errorf("jetstream: embedded server: %s", f)
+		}
+		return nil, errors.New("jetstream: embedded server not ready after 30s")
+	}
+	s := &Server{ns: ns, lock: lock, url: ns.ClientURL()}
+	if err := writeLockURL(lock, s.url); err != nil {
+		s.Shutdown()
+		return nil, err
+	}
+	log.Info("embedded nats server started", "url", s.url, "store_dir", dir)
+	return s, nil
+}
+
+// ClientURL is the URL clients connect to (nats://host:port).
+func (s *Server) ClientURL() string { return s.url }
+
+// NATS returns the underlying server.
+func (s *Server) NATS() *server.Server { return s.ns }
+
+// Shutdown stops the server, waits until it has stopped and releases the
+// store directory. It is safe to call more than once.
+func (s *Server) Shutdown() {
+	s.once.Do(func() {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+		_ = unlockStore(s.lock)
+	})
+}
+
+// runningURL returns the client URL of the embedded server another process
+// runs on dir, if one does.
+func runningURL(dir string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, lockName))
+	if err != nil {
+		return "", false
+	}
+	u := strings.TrimSpace(string(b))
+	return u, strings.HasPrefix(u, "nats://")
+}
+
+func writeLockURL(f *os.File, url string) error {
+	if err := f.Truncate(0); err != nil {
+		return fmt.Errorf("jetstream: lock file: %w", err)
+	}
+	if _, err := f.WriteAt([]byte(url+"\n"), 0); err != nil {
+		return fmt.Errorf("jetstream: lock file: %w", err)
+	}
+	return nil
+}
+
+// serverLog adapts nats-server's logger to slog; notices are debug-level,
+// and the first fatal message is kept to explain a failed start.
+type serverLog struct {
+	log *slog.Logger
+	mu  sync.Mutex
+	msg string
+}
+
+func (l *serverLog) fatal() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.msg
+}
+
+func (l *serverLog) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *serverLog) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (l *serverLog) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l *serverLog) Debugf(format string, v ...any)  {}
+func (l *serverLog) Tracef(format string, v ...any)  {}
+func (l *serverLog) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.mu.Lock()
+	if l.msg == "" {
+		l.msg = msg
+	}
+	l.mu.Unlock()
+	l.log.Error(msg)
+}
