@@ -19,6 +19,7 @@ redelivers or dead-letters each job according to the response.`,
 	root.AddCommand(
 		newVersionCmd(),
 		// subcommands: keep one per line
+		newConfigCmd(),
 		newLimiterCmd(),
 		newHealthcheckCmd(),
 	)
