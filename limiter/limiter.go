@@ -1,0 +1,333 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+)
+
+// ErrRejected is wrapped by every error Wait returns when the limiter turns
+// a request away: its queue is full, the request waited max_wait, or its
+// context ended while it waited. Get the reason with errors.As and
+// *RejectedError.
+var ErrRejected = errors.New("limiter: rejected")
+
+// RejectedError is the error of a rejected Wait. It matches ErrRejected
+// with errors.Is; for ReasonCanceled it also wraps the context's error.
+type RejectedError struct {
+	Reason Reason
+	Err    error // the context's error for ReasonCanceled, else nil
+}
+
+func (e *RejectedError) Error() string {
+	switch e.Reason {
+	case ReasonQueueFull:
+		return "limiter: queue full"
+	case ReasonMaxWait:
+		return "limiter: waited max_wait"
+	case ReasonCanceled:
+		if e.Err != nil {
+			return "limiter: wait canceled: " + e.Err.Error()
+		}
+		return "limiter: wait canceled"
+	}
+	return "limiter: rejected: " + string(e.Reason)
+}
+
+// Is makes errors.Is(err, ErrRejected) true.
+func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
+
+// Unwrap returns the context's error of a canceled wait.
+func (e *RejectedError) Unwrap() error { return e.Err }
+
+var (
+	errQueueFull = &RejectedError{Reason: ReasonQueueFull}
+	errMaxWait   = &RejectedError{Reason: ReasonMaxWait}
+)
+
+// Ticket is a granted request. Pass it to Observe with the outcome of the
+// call it allowed.
+type Ticket struct {
+	Granted time.Time // when the units were granted (the request's sent_at)
+	Units   float64
+}
+
+// Stats is a snapshot of a Limiter.
+type Stats struct {
+	Rate        float64   // this instance's rate, units per minute
+	Tokens      float64   // bucket level; below zero after an oversized grant
+	Capacity    float64   // bucket capacity at the current rate
+	Queue       int       // waiting requests
+	Paused      bool      // in a Retry-After pause
+	PausedUntil time.Time // end of the pause; zero when not paused
+	Instances   int       // instance count; 0 when the share was set with SetShare
+	Share       float64   // this instance's fraction of the budget
+	Disabled    bool
+}
+
+// Option configures a Limiter.
+type Option func(*Limiter)
+
+// WithMetrics makes the Limiter record its state in m. Give each Limiter its
+// own Metrics.
+func WithMetrics(m *Metrics) Option { return func(l *Limiter) { l.metrics = m } }
+
+// WithLogger sets the logger for rate cuts, raises, pauses and share
+// changes. The default discards.
+func WithLogger(log *slog.Logger) Option { return func(l *Limiter) { l.log = log } }
+
+// Limiter is the adaptive limiter for concurrent use: a Core driven by the
+// real clock (time.Now), with one timer that wakes it when the next grant,
+// max_wait rejection or pause end is due. All methods are safe for
+// concurrent use.
+type Limiter struct {
+	mu      sync.Mutex
+	core    *Core
+	waiters map[uint64]*shellWaiter
+	timer   *time.Timer
+	timerAt time.Time // when the timer is set to fire; zero when stopped
+	decs    []Decision
+
+	metrics *Metrics
+	log     *slog.Logger
+}
+
+type shellWaiter struct {
+	ch       chan Decision // buffered: the decision is sent once, never blocks
+	queuedAt time.Time
+}
+
+// New returns a Limiter with a full bucket. It rejects an invalid Config.
+func New(cfg Config, opts ...Option) (*Limiter, error) {
+	core, err := NewCore(cfg, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	l := &Limiter{core: core, waiters: map[uint64]*shellWaiter{}}
+	for _, o := range opts {
+		o(l)
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	l.metrics.setState(l.core)
+	return l, nil
+}
+
+// Wait blocks until units are granted and returns the ticket, or returns an
+// error wrapping ErrRejected: at once if the queue is full
+// (ReasonQueueFull), after max_wait (ReasonMaxWait), or when ctx ends first
+// (ReasonCanceled; the request leaves the queue). Requests are granted in
+// FIFO order. Zero units are granted at once, and so is everything in
+// disabled mode. units must be finite and >= 0.
+func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
+	if !(units >= 0) || math.IsInf(units, 1) {
+		return Ticket{}, fmt.Errorf("limiter: units must be finite and >= 0, got %v", units)
+	}
+	select {
+	case <-ctx.Done():
+		l.metrics.rejected(ReasonCanceled)
+		return Ticket{}, &RejectedError{Reason: ReasonCanceled, Err: ctx.Err()}
+	default:
+	}
+	now := time.Now()
+	l.mu.Lock()
+	d := l.core.Acquire(now, units)
+	if l.core.Pending() > 0 {
+		l.dispatchLocked()
+	}
+	switch d.Status {
+	case Granted:
+		l.metrics.granted(l.core, units, 0)
+		l.mu.Unlock()
+		return Ticket{Granted: d.At, Units: units}, nil
+	case Rejected:
+		l.metrics.setState(l.core)
+		l.mu.Unlock()
+		l.metrics.rejected(d.Reason)
+		return Ticket{}, errQueueFull
+	}
+	w := &shellWaiter{ch: make(chan Decision, 1), queuedAt: now}
+	l.waiters[d.ID] = w
+	l.armLocked(now)
+	l.metrics.setState(l.core)
+	l.mu.Unlock()
+
+	select {
+	case dec := <-w.ch:
+		return l.decided(dec)
+	case <-ctx.Done():
+	}
+	now = time.Now()
+	l.mu.Lock()
+	cd, ok := l.core.Cancel(now, d.ID)
+	if ok {
+		delete(l.waiters, d.ID)
+	}
+	if l.core.Pending() > 0 {
+		l.dispatchLocked()
+	}
+	l.armLocked(now)
+	l.metrics.setState(l.core)
+	l.mu.Unlock()
+	if !ok {
+		// Decided before the cancellation got the lock: the decision is
+		// already in the channel.
+		return l.decided(<-w.ch)
+	}
+	l.metrics.rejected(cd.Reason)
+	return Ticket{}, &RejectedError{Reason: ReasonCanceled, Err: ctx.Err()}
+}
+
+func (l *Limiter) decided(d Decision) (Ticket, error) {
+	if d.Status == Granted {
+		return Ticket{Granted: d.At, Units: d.Units}, nil
+	}
+	return Ticket{}, errMaxWait
+}
+
+// dispatchLocked hands the Core's decisions to their waiters.
+func (l *Limiter) dispatchLocked() {
+	l.decs = l.core.Drain(l.decs[:0])
+	for _, d := range l.decs {
+		w := l.waiters[d.ID]
+		if w == nil {
+			continue
+		}
+		delete(l.waiters, d.ID)
+		if d.Status == Granted {
+			l.metrics.granted(nil, d.Units, d.At.Sub(w.queuedAt))
+		} else {
+			l.metrics.rejected(d.Reason)
+		}
+		w.ch <- d
+	}
+	clear(l.decs)
+}
+
+// armLocked sets the timer to the Core's next due instant.
+func (l *Limiter) armLocked(now time.Time) {
+	next, ok := l.core.NextDue()
+	if !ok {
+		if !l.timerAt.IsZero() {
+			l.timer.Stop()
+			l.timerAt = time.Time{}
+		}
+		return
+	}
+	if next.Equal(l.timerAt) {
+		return
+	}
+	l.timerAt = next
+	d := max(next.Sub(now), 0)
+	if l.timer == nil {
+		l.timer = time.AfterFunc(d, l.fire)
+	} else {
+		l.timer.Reset(d)
+	}
+}
+
+func (l *Limiter) fire() {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.timerAt = time.Time{}
+	l.core.Advance(now)
+	l.dispatchLocked()
+	l.armLocked(now)
+	l.metrics.setState(l.core)
+}
+
+// Observe applies the outcome of the call that t allowed: a throttle may cut
+// the rate and pause the limiter, a success may raise the rate, and other
+// outcomes change nothing (see Core.Observe). Throttles are counted in the
+// metrics even in disabled mode.
+func (l *Limiter) Observe(t Ticket, o Outcome) {
+	if o.Kind == Throttle {
+		l.metrics.throttled(o.Status)
+	}
+	now := time.Now()
+	l.mu.Lock()
+	before := l.core.Rate()
+	_, wasPaused := l.core.PausedUntil()
+	l.core.Observe(now, t.Granted, t.Units, o)
+	l.dispatchLocked()
+	l.armLocked(now)
+	after := l.core.Rate()
+	until, paused := l.core.PausedUntil()
+	l.metrics.setState(l.core)
+	l.mu.Unlock()
+	switch {
+	case after < before:
+		l.log.Info("limiter: rate cut", "status", o.Status, "from", before, "to", after)
+	case after > before:
+		l.log.Debug("limiter: rate raised", "from", before, "to", after)
+	}
+	if paused && (!wasPaused || o.Kind == Throttle) && o.RetryAfter > 0 {
+		l.log.Info("limiter: paused", "status", o.Status, "retry_after", o.RetryAfter, "until", until)
+	}
+}
+
+// SetInstanceCount makes this Limiter's share 1/n of the budget: the rate
+// scales by old n / new n, the bucket keeps its tokens up to the new
+// capacity, and waiting requests stay queued.
+func (l *Limiter) SetInstanceCount(n int) error {
+	return l.rescale(func(now time.Time) error { return l.core.SetInstanceCount(now, n) })
+}
+
+// SetShare sets this Limiter's fraction of the budget, 0 < share <= 1 (a
+// capacity lease). SetInstanceCount(n) is SetShare(1/n).
+func (l *Limiter) SetShare(share float64) error {
+	return l.rescale(func(now time.Time) error { return l.core.SetShare(now, share) })
+}
+
+func (l *Limiter) rescale(set func(time.Time) error) error {
+	now := time.Now()
+	l.mu.Lock()
+	before := l.core.Rate()
+	err := set(now)
+	l.dispatchLocked()
+	l.armLocked(now)
+	share, rate := l.core.Share(), l.core.Rate()
+	l.metrics.setState(l.core)
+	l.mu.Unlock()
+	if err == nil {
+		l.log.Info("limiter: share changed", "share", share, "from", before, "to", rate)
+	}
+	return err
+}
+
+// Rate returns this instance's current rate in units per minute.
+func (l *Limiter) Rate() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.core.Rate()
+}
+
+// Stats returns a snapshot of the Limiter now.
+func (l *Limiter) Stats() Stats {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	tokens := l.core.Tokens(now)
+	if l.core.Pending() > 0 {
+		l.dispatchLocked()
+		l.armLocked(now)
+	}
+	until, paused := l.core.PausedUntil()
+	return Stats{
+		Rate:        l.core.Rate(),
+		Tokens:      tokens,
+		Capacity:    l.core.Capacity(),
+		Queue:       l.core.QueueLen(),
+		Paused:      paused,
+		PausedUntil: until,
+		Instances:   l.core.Instances(),
+		Share:       l.core.Share(),
+		Disabled:    l.core.Disabled(),
+	}
+}
