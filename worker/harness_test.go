@@ -201,7 +201,7 @@ type gate struct {
 	observed []limiter.Outcome
 }
 
-func (g *gate) Wait(ctx context.Context, units float64) (func(limiter.Outcome), error) {
+func (g *gate) Wait(ctx context.Context, units float64) (limiter.Ticket, error) {
 	g.mu.Lock()
 	g.waits++
 	reject, block := g.reject, g.block
@@ -211,20 +211,22 @@ func (g *gate) Wait(ctx context.Context, units float64) (func(limiter.Outcome), 
 	ch := g.ch
 	g.mu.Unlock()
 	if reject != nil {
-		return nil, reject
+		return limiter.Ticket{}, reject
 	}
 	if block {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return limiter.Ticket{}, ctx.Err()
 		}
 	}
-	return func(o limiter.Outcome) {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		g.observed = append(g.observed, o)
-	}, nil
+	return limiter.Ticket{Granted: time.Now(), Units: units}, nil
+}
+
+func (g *gate) Observe(_ limiter.Ticket, o limiter.Outcome) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.observed = append(g.observed, o)
 }
 
 // open lets every waiter through, now and later.

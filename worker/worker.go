@@ -48,12 +48,22 @@ type Target interface {
 	Send(ctx context.Context, req Request) (Response, error)
 }
 
-// Limiter grants units before each attempt. Wait blocks until the units are
-// granted and returns a function that reports the attempt's outcome, or an
-// error: ctx's error when ctx is done, any other error means the limiter
-// rejected the request (queue full, waited too long).
+// Checker is implemented by targets that can tell, without sending it,
+// that a request cannot be made (a path that would leave the target, a
+// header that cannot be sent). The worker checks each job before it waits
+// for units; an error dead-letters the job with ReasonInvalidRequest.
+type Checker interface {
+	Check(req Request) error
+}
+
+// Limiter grants units before each attempt; *limiter.Limiter is one. Wait
+// blocks until the units are granted, or fails: with ctx done (the worker
+// is shutting down), or because the limiter rejected the request (queue
+// full, waited too long). Observe reports the outcome of the call a ticket
+// allowed.
 type Limiter interface {
-	Wait(ctx context.Context, units float64) (observe func(limiter.Outcome), err error)
+	Wait(ctx context.Context, units float64) (limiter.Ticket, error)
+	Observe(t limiter.Ticket, o limiter.Outcome)
 }
 
 // Output receives result and dead-letter records. Publish returns once the
@@ -358,7 +368,22 @@ func (w *Worker) handle(ctx, reqCtx context.Context, m sources.Message) {
 		w.deadLetter(ctx, d, err)
 		return
 	}
+	if c, ok := w.deps.Target.(Checker); ok {
+		if err := c.Check(job.request()); err != nil {
+			stopKeepAlive()
+			var ij *InvalidJobError
+			if !errors.As(err, &ij) {
+				err = &InvalidJobError{Reason: ReasonInvalidRequest, Detail: err.Error()}
+			}
+			w.deadLetter(ctx, d, err)
+			return
+		}
+	}
 	w.attemptLoop(ctx, reqCtx, d, stopKeepAlive)
+}
+
+func (j Job) request() Request {
+	return Request{Method: j.Method, Path: j.Path, Header: j.Header, Body: j.Body}
 }
 
 // attemptLoop runs the attempts of one delivery and settles it.
@@ -367,9 +392,8 @@ func (w *Worker) attemptLoop(ctx, reqCtx context.Context, d *delivery, stopKeepA
 	log := w.log.With("job", job.ID, "type", job.Type)
 	for {
 		var observe func(limiter.Outcome)
-		if w.deps.Limiter != nil {
-			var err error
-			observe, err = w.deps.Limiter.Wait(ctx, job.Cost)
+		if lim := w.deps.Limiter; lim != nil {
+			ticket, err := lim.Wait(ctx, job.Cost)
 			if err != nil {
 				stopKeepAlive()
 				if ctx.Err() != nil {
@@ -380,17 +404,14 @@ func (w *Worker) attemptLoop(ctx, reqCtx context.Context, d *delivery, stopKeepA
 				w.nak(ctx, d, w.cfg.RejectedDelay, OutcomeRejected, log)
 				return
 			}
+			observe = func(o limiter.Outcome) { lim.Observe(ticket, o) }
 		}
 		d.attempts++
 		start := time.Now()
-		resp, err := w.deps.Target.Send(reqCtx, Request{Method: job.Method, Path: job.Path, Header: job.Header, Body: job.Body})
+		resp, err := w.deps.Target.Send(reqCtx, job.request())
 		var ij *InvalidJobError
 		if errors.As(err, &ij) {
-			// Never sent: give the units back as an outcome that changes
-			// nothing, and dead-letter the job.
-			if observe != nil {
-				observe(limiter.Outcome{Kind: limiter.NetworkError})
-			}
+			// Never sent, so there is no outcome to report: dead-letter the job.
 			stopKeepAlive()
 			w.deadLetter(ctx, d, err)
 			return

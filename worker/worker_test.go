@@ -495,3 +495,100 @@ func TestLimiterObservesEveryAttempt(t *testing.T) {
 		}
 	})
 }
+
+var _ Limiter = (*limiter.Limiter)(nil)
+
+// With the real limiter every attempt waits for its units: at 60 units per
+// minute and a bucket of one unit, jobs of cost 1 reach the target one per
+// second, and a job of cost 3 waits three seconds.
+func TestRealLimiterPacesAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lcfg := limiter.DefaultConfig()
+		lcfg.InitialUnitsPerMinute = 60
+		lcfg.Burst = time.Second
+		lim, err := limiter.New(lcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := memory.NewQueue(memory.Config{})
+		target := newScript()
+		w, err := New(Config{MaxInFlight: 10, Jobs: testJobs()}, Deps{Source: q.Source(), Target: handlerTarget{h: target}, Limiter: lim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			q.Publish(context.Background(), sources.Outgoing{ID: fmt.Sprint(i), Data: []byte(`{"headers":{"X-Job":"a"}}`)})
+		}
+		q.Publish(context.Background(), sources.Outgoing{ID: "big", Data: []byte(`{"type":"export","headers":{"X-Job":"a"}}`)})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- w.Run(ctx) }()
+		for target.count() < 6 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		cancel()
+		<-done
+		hits := target.requests("a")
+		start := hits[0].At
+		var offsets []time.Duration
+		for _, h := range hits {
+			offsets = append(offsets, h.At.Sub(start).Round(time.Millisecond))
+		}
+		// The export job (cost 5) waits for 5 units: the bucket holds one
+		// unit, so it is granted when the bucket is full and goes 4 units
+		// into debt, which the next jobs pay.
+		if len(offsets) != 6 {
+			t.Fatalf("offsets = %v", offsets)
+		}
+		for i := 1; i < len(offsets); i++ {
+			if offsets[i] < offsets[i-1] {
+				t.Fatalf("offsets not in order: %v", offsets)
+			}
+		}
+		t.Logf("offsets %v", offsets)
+		if offsets[len(offsets)-1] < 8*time.Second {
+			t.Errorf("6 jobs of %v units in total went through in %v; the limiter did not pace them", 10, offsets[len(offsets)-1])
+		}
+	})
+}
+
+// checkTarget refuses paths under /admin without sending them.
+type checkTarget struct{ handlerTarget }
+
+func (c checkTarget) Check(r Request) error {
+	if strings.HasPrefix(r.Path, "/admin") {
+		return errors.New("httpapi: invalid request: path leaves the allowed prefix")
+	}
+	return nil
+}
+
+// A target that can check a request refuses it before the job waits for
+// units; the job is dead-lettered as an invalid request.
+func TestCheckerRefusesBeforeWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := memory.NewQueue(memory.Config{})
+		target := newScript()
+		lim := &gate{}
+		dlq := &recordOutput{}
+		w, err := New(Config{Jobs: testJobs()}, Deps{Source: q.Source(), Target: checkTarget{handlerTarget{h: target}}, Limiter: lim, DeadLetters: dlq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Publish(context.Background(), sources.Outgoing{ID: "m1", Data: []byte(`{"path":"/admin/x"}`)})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- w.Run(ctx) }()
+		for dlq.count() == 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		cancel()
+		<-done
+		dl := dlq.deadLetters(t)
+		if dl[0].Reason != ReasonInvalidRequest || !strings.Contains(dl[0].Detail, "allowed prefix") {
+			t.Errorf("dead letter = %+v", dl[0])
+		}
+		if target.count() != 0 || lim.waitCount() != 0 {
+			t.Errorf("target saw %d requests, limiter %d waits; want 0 and 0", target.count(), lim.waitCount())
+		}
+	})
+}
