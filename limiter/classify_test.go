@@ -2,6 +2,7 @@ package limiter_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -172,4 +173,27 @@ func TestClassifyNeverPanics(t *testing.T) {
 			}
 		}
 	}
+}
+
+func ExampleClassifier() {
+	c := limiter.Classifier{RetryAfterHeaders: []limiter.RetryAfterHeader{
+		{Name: "x-ms-retry-after-ms", Unit: limiter.UnitMilliseconds},
+	}}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+	h := http.Header{}
+	h.Set("x-ms-retry-after-ms", "1500")
+	h.Set("Retry-After", "9")
+	o := c.Classify(http.StatusServiceUnavailable, h, now)
+	fmt.Println(o.Kind, o.Status, o.RetryAfter)
+
+	o = c.Classify(http.StatusServiceUnavailable, http.Header{}, now)
+	fmt.Println(o.Kind, o.Status, o.RetryAfter)
+
+	o = c.Classify(http.StatusNotFound, http.Header{}, now)
+	fmt.Println(o.Kind, o.Status, o.RetryAfter)
+	// Output:
+	// throttle 503 1.5s
+	// server_error 503 0s
+	// client_error 404 0s
 }

@@ -1,6 +1,7 @@
 package limiter_test
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -113,4 +114,17 @@ func FuzzParseRetryAfter(f *testing.F) {
 			}
 		}
 	})
+}
+
+func ExampleParseRetryAfter() {
+	now := time.Date(2015, 10, 21, 7, 28, 0, 0, time.UTC)
+	for _, v := range []string{"120", "Wed, 21 Oct 2015 07:29:30 GMT", "-5", "99999999999"} {
+		d, ok := limiter.ParseRetryAfter(v, now)
+		fmt.Println(d, ok)
+	}
+	// Output:
+	// 2m0s true
+	// 1m30s true
+	// 0s false
+	// 24h0m0s true
 }
