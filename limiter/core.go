@@ -89,6 +89,7 @@ type Core struct {
 	maxR      float64 // this instance's maximum rate, units per minute
 
 	rate   float64       // this instance's current rate, units per minute
+	perNs  float64       // rate in units per nanosecond
 	cap    float64       // bucket capacity in units
 	tokens float64       // bucket level at last
 	last   time.Duration // latest time seen, since start
@@ -140,6 +141,7 @@ func NewCore(cfg Config, start time.Time) (*Core, error) {
 		c.ctrl = NewAIMD(cfg.AIMD)
 	}
 	c.cap = c.capacity(c.rate)
+	c.perNs = c.rate / 60e9
 	c.tokens = c.cap
 	return c, nil
 }
@@ -180,10 +182,13 @@ func (c *Core) at(t time.Duration) time.Time { return c.start.Add(t) }
 // state; in disabled mode every request is. units must be finite and ≥ 0; a
 // negative or NaN value counts as 0.
 func (c *Core) Acquire(now time.Time, units float64) Decision {
-	t := c.offset(now)
+	t := now.Sub(c.start)
+	if t < c.last {
+		t, now = c.last, c.at(c.last)
+	}
 	c.advance(t)
 	c.nextID++
-	d := Decision{ID: c.nextID, Units: units, Status: Granted, At: c.at(t)}
+	d := Decision{ID: c.nextID, Units: units, Status: Granted, At: now}
 	if !(units > 0) || c.cfg.Disabled {
 		return d
 	}
@@ -325,6 +330,7 @@ func (c *Core) success(t time.Duration) {
 // capacity.
 func (c *Core) setRate(r float64) {
 	c.rate = r
+	c.perNs = r / 60e9
 	c.cap = c.capacity(r)
 	c.tokens = math.Min(c.tokens, c.cap)
 }
@@ -471,7 +477,7 @@ func (c *Core) accrue(t time.Duration) {
 		return
 	}
 	if !c.paused {
-		c.tokens = math.Min(c.cap, c.tokens+(t-c.last).Seconds()*c.rate/60)
+		c.tokens = math.Min(c.cap, c.tokens+float64(t-c.last)*c.perNs)
 	}
 	c.last = t
 }

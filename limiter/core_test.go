@@ -133,7 +133,7 @@ func runSteps(t *testing.T, cfg Config, steps []step) *Core {
 		if !math.IsNaN(st.rate) && math.Abs(c.Rate()-st.rate) > 1e-9 {
 			t.Errorf("%s: rate = %v, want %v", where, c.Rate(), st.rate)
 		}
-		if tok := c.Tokens(now); !math.IsNaN(st.tokens) && math.Abs(tok-st.tokens) > 1e-9 {
+		if tok := c.Tokens(now); !math.IsNaN(st.tokens) && math.Abs(tok-st.tokens) > 1e-6 {
 			t.Errorf("%s: tokens = %v, want %v", where, tok, st.tokens)
 		}
 		if st.queue >= 0 && c.QueueLen() != st.queue {
