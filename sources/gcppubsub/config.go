@@ -68,7 +68,8 @@ type Config struct {
 	// and DeliveryCount is exact. 0: no policy.
 	MaxDeliveryAttempts int
 	// ClientOptions are passed to the Pub/Sub client: credentials, an
-	// endpoint, or a test connection (option.WithGRPCConn). When the
+	// endpoint, or a test connection. Close closes a connection given with
+	// option.WithGRPCConn, so two Sources must not share one. When the
 	// environment variable PUBSUB_EMULATOR_HOST is set, the client goes to
 	// that emulator without credentials.
 	ClientOptions []option.ClientOption

@@ -40,27 +40,44 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// fake is an in-process pstest server with a fake clock.
+// fake is an in-process pstest server, on a fake clock unless made by
+// newFakeRealClock.
 type fake struct {
 	srv   *pstest.Server
 	clock *fakeClock
-	conn  *grpc.ClientConn
 }
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
+	f := newFakeRealClock(t)
+	f.clock = &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	f.srv.SetTimeNowFunc(f.clock.Now)
+	return f
+}
+
+// newFakeRealClock is a pstest server on the real clock, for the
+// conformance suite, which measures real time.
+func newFakeRealClock(t *testing.T) *fake {
+	t.Helper()
 	srv := pstest.NewServer()
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	srv.SetTimeNowFunc(clock.Now)
-	conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { _ = srv.Close() })
+	return &fake{srv: srv}
+}
+
+// opts are client options for a connection of its own to the server (a
+// client closes the connection it was given).
+func (f *fake) opts() []option.ClientOption {
+	return emulatorOptions(f.srv.Addr)
+}
+
+// emulatorOptions reach an emulator at addr the way the client does when
+// PUBSUB_EMULATOR_HOST is set.
+func emulatorOptions(addr string) []option.ClientOption {
+	return []option.ClientOption{
+		option.WithEndpoint(addr),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
 	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		_ = srv.Close()
-	})
-	return &fake{srv: srv, clock: clock, conn: conn}
 }
 
 // config returns a Config on fresh names, with Setup, talking to f.
@@ -74,7 +91,7 @@ func (f *fake) config(t *testing.T) Config {
 		AckDeadline:     10 * time.Second,
 		PollInterval:    50 * time.Millisecond,
 		Setup:           true,
-		ClientOptions:   []option.ClientOption{option.WithGRPCConn(f.conn)},
+		ClientOptions:   f.opts(),
 		Logger:          testLogger(t),
 	}
 }
@@ -181,8 +198,4 @@ func deleteAll(t *testing.T, c *pubsub.Client, cfg Config) {
 			t.Logf("cleanup: delete %s: %v", name, err)
 		}
 	}
-}
-
-func grpcInsecure() grpc.DialOption {
-	return grpc.WithTransportCredentials(insecure.NewCredentials())
 }

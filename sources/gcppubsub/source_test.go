@@ -11,7 +11,6 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
-	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"
 
 	"github.com/sluicehq/sluice/sources"
@@ -364,7 +363,7 @@ func TestTermPublishFailureKeepsMessage(t *testing.T) {
 	s := open(t, cfg)
 	publish(t, s, "j", "x")
 	m := receiveUntil(t, s, 1)[0]
-	admin := adminClient(t, option.WithGRPCConn(f.conn))
+	admin := adminClient(t, f.opts()...)
 	if err := admin.TopicAdminClient.DeleteTopic(t.Context(), &pubsubpb.DeleteTopicRequest{
 		Topic: fullName(testProject, "topics", cfg.DeadLetterTopic)}); err != nil {
 		t.Fatal(err)
@@ -391,7 +390,7 @@ func TestDeliveryAttemptFromDeadLetterPolicy(t *testing.T) {
 	cfg := f.config(t)
 	cfg.MaxDeliveryAttempts = 5
 	s := open(t, cfg)
-	admin := adminClient(t, option.WithGRPCConn(f.conn))
+	admin := adminClient(t, f.opts()...)
 	sub, err := admin.SubscriptionAdminClient.GetSubscription(t.Context(),
 		&pubsubpb.GetSubscriptionRequest{Subscription: fullName(testProject, "subscriptions", cfg.Subscription)})
 	if err != nil {
@@ -445,7 +444,7 @@ func TestSetup(t *testing.T) {
 	cfg := f.config(t)
 	cfg.AckDeadline = 42 * time.Second
 	open(t, cfg)
-	admin := adminClient(t, option.WithGRPCConn(f.conn))
+	admin := adminClient(t, f.opts()...)
 	sub, err := admin.SubscriptionAdminClient.GetSubscription(t.Context(),
 		&pubsubpb.GetSubscriptionRequest{Subscription: fullName(testProject, "subscriptions", cfg.Subscription)})
 	if err != nil {
@@ -508,8 +507,7 @@ func TestSetupErrorsAreReported(t *testing.T) {
 	srv := pstest.NewServer(pstest.WithErrorInjection("CreateTopic", codes.PermissionDenied, "no"))
 	t.Cleanup(func() { _ = srv.Close() })
 	cfg := Config{Project: testProject, Subscription: "sub", Topic: "top", Setup: true,
-		ClientOptions: []option.ClientOption{option.WithEndpoint(srv.Addr), option.WithoutAuthentication(),
-			option.WithGRPCDialOption(grpcInsecure())}}
+		ClientOptions: emulatorOptions(srv.Addr)}
 	_, err := Open(t.Context(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "create topic") || !strings.Contains(err.Error(), "PermissionDenied") {
 		t.Fatalf("open: %v, want a create topic error", err)
