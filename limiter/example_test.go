@@ -1,0 +1,141 @@
+package limiter_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/limiter"
+)
+
+// The Limiter on the real clock: wait for units, call, report the outcome.
+func ExampleLimiter() {
+	cfg := limiter.DefaultConfig() // 600 units/min, a 10 s burst: 100 units at once
+	l, err := limiter.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+
+	ticket, err := l.Wait(ctx, 2) // a request that costs 2 units
+	if err != nil {
+		panic(err) // errors.Is(err, limiter.ErrRejected): queue full, max_wait or canceled
+	}
+	// ... send the request, then report what came back:
+	l.Observe(ticket, limiter.Outcome{Kind: limiter.Throttle, Status: 429})
+
+	st := l.Stats()
+	fmt.Printf("rate %.0f units/min, bucket capacity %.0f, %.0f tokens\n", st.Rate, st.Capacity, st.Tokens)
+	// Output:
+	// rate 420 units/min, bucket capacity 70, 70 tokens
+}
+
+// The deterministic Core in virtual time: the instants are arguments.
+func ExampleCore() {
+	start := time.Unix(0, 0)
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	cfg := limiter.DefaultConfig()
+	cfg.Burst = time.Second // capacity 10 units at 600 units/min (10 per second)
+	c, err := limiter.NewCore(cfg, start)
+	if err != nil {
+		panic(err)
+	}
+
+	first := c.Acquire(at(0), 10) // empties the bucket
+	second := c.Acquire(at(0), 5) // must wait
+	fmt.Println("first:", first.Status, "second:", second.Status)
+
+	next, _ := c.NextDue() // when the bucket holds 5 units again
+	c.Advance(next)
+	for _, d := range c.Drain(nil) {
+		fmt.Printf("request %d %s at %v\n", d.ID, d.Status, d.At.Sub(start))
+	}
+
+	// A 429 with Retry-After: 2 at t=1s cuts the rate by 30% and pauses.
+	c.Observe(at(1), first.At, first.Units, limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: 2 * time.Second})
+	until, _ := c.PausedUntil()
+	fmt.Printf("rate %.0f, paused until %v\n", c.Rate(), until.Sub(start))
+	// Output:
+	// first: granted second: waiting
+	// request 2 granted at 500ms
+	// rate 420, paused until 3s
+}
+
+// Replay a trace in virtual time, as `sluice limiter replay` does.
+func ExampleReplay() {
+	trace := `{"options": {"burst": "1s"}}
+{"at": 0, "op": "acquire", "id": "a", "units": 10}
+{"at": 0, "op": "acquire", "id": "b", "units": 2}
+{"at": 1, "op": "throttle", "id": "a", "retry_after": 4}
+`
+	if err := limiter.Replay(strings.NewReader(trace), os.Stdout); err != nil {
+		panic(err)
+	}
+	// Output:
+	// {"at": 0, "op": "acquire", "rate": 600, "tokens": 0, "queue": 0, "paused_until": null, "granted": [{"id": "a", "at": 0}], "rejected": []}
+	// {"at": 0, "op": "acquire", "rate": 600, "tokens": 0, "queue": 1, "paused_until": null, "granted": [], "rejected": []}
+	// {"at": 1, "op": "throttle", "rate": 420, "tokens": 7, "queue": 0, "paused_until": 5, "granted": [{"id": "b", "at": 0.2}], "rejected": []}
+}
+
+// retrying retries a throttled request up to attempts times. It sits
+// outside the limiter's Transport, so every attempt waits for its units.
+type retrying struct {
+	next     http.RoundTripper
+	attempts int
+}
+
+func (r retrying) RoundTrip(req *http.Request) (*http.Response, error) {
+	for i := 1; ; i++ {
+		resp, err := r.next.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests || i == r.attempts {
+			return resp, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// An HTTP client whose every attempt waits on the limiter, with retries
+// outside the limiter's Transport.
+func ExampleTransport() {
+	var calls atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusTooManyRequests) // the first call is throttled
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}))
+	defer api.Close()
+
+	l, err := limiter.New(limiter.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	client := &http.Client{Transport: retrying{
+		attempts: 3,
+		next: &limiter.Transport{
+			Limiter: l,
+			Base:    api.Client().Transport,
+			Cost:    limiter.CostByKey{Costs: map[string]float64{"GET /items": 2}},
+		},
+	}}
+
+	resp, err := client.Get(api.URL + "/items")
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Printf("status %d %q after %d calls\n", resp.StatusCode, strings.TrimSpace(string(body)), calls.Load())
+	fmt.Printf("rate %.0f units/min, %.0f tokens left\n", l.Rate(), l.Stats().Tokens)
+	// Output:
+	// status 200 "ok" after 2 calls
+	// rate 420 units/min, 68 tokens left
+}
