@@ -19,6 +19,8 @@ redelivers or dead-letters each job according to the response.`,
 	root.AddCommand(
 		newVersionCmd(),
 		// subcommands: keep one per line
+		newEnqueueCmd(),
+		newStatusCmd(),
 		newConfigCmd(),
 		newLimiterCmd(),
 		newHealthcheckCmd(),

@@ -18,7 +18,7 @@ const (
 	DefaultAckWait         = 30 * time.Second
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultFetchWait       = 5 * time.Second
-	DefaultStoreDir        = "sluice-data"
+	DefaultStoreDir        = "./sluice-data"
 	DefaultHost            = "127.0.0.1"
 	DefaultPort            = 4222
 	// RandomPort as Embedded.Port picks a free port.
@@ -94,7 +94,7 @@ type Config struct {
 
 // EmbeddedConfig configures the in-process server.
 type EmbeddedConfig struct {
-	// StoreDir holds the server's data. Default "sluice-data".
+	// StoreDir holds the server's data. Default "./sluice-data".
 	StoreDir string
 	// Host is the address to listen on. Default "127.0.0.1".
 	Host string
@@ -238,6 +238,13 @@ func (c Config) Validate() error {
 	}
 	if err := checkSubject(c.DeadLetterSubject, false); err != nil {
 		return bad("dead_letter_subject", "%v", err)
+	}
+	covered := false
+	for _, s := range c.Subjects {
+		covered = covered || subjectMatches(s, c.PublishSubject)
+	}
+	if !covered {
+		return bad("publish_subject", "%q is not matched by the stream subjects %q", c.PublishSubject, c.Subjects)
 	}
 	for _, s := range c.Subjects {
 		if subjectMatches(s, c.DeadLetterSubject) {

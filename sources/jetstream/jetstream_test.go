@@ -296,6 +296,7 @@ func TestValidate(t *testing.T) {
 		{jetstream.Config{Auth: jetstream.Auth{Token: "t", User: "u"}}, "auth"},
 		{jetstream.Config{TLS: jetstream.TLS{CertFile: "c"}}, "tls"},
 		{jetstream.Config{DeadLetterStream: "SLUICE"}, "dead_letter_stream"},
+		{jetstream.Config{PublishSubject: "other.jobs"}, "publish_subject"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), "jetstream: "+c.field+":") {

@@ -248,6 +248,9 @@ func (s *Source) Consumer() jetstream.Consumer { return s.cons }
 // directory), or "" when cfg.URL is not Embedded.
 func (s *Source) EmbeddedURL() string { return s.embeddedURL }
 
+// Connected reports whether the connection is up (not reconnecting).
+func (s *Source) Connected() bool { return s.nc.IsConnected() }
+
 // Server returns the embedded server this Source started, or nil.
 func (s *Source) Server() *Server { return s.srv }
 

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/sources"
+)
+
+func newStatusCmd() *cobra.Command {
+	var f sourceFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [flags]",
+		Short: "Show the queue's backlog, jobs in flight, redeliveries and dead letters",
+		Long: `status reads the state of the queue:
+  backlog       jobs waiting to be delivered (pending)
+  in flight     jobs delivered to a worker and not yet settled (ack pending)
+  redelivered   jobs in flight or waiting that were delivered more than once
+  dead letters  records in the dead-letter stream ("unknown" when there is none)
+
+With the embedded server (the default), status uses the server of a sluice
+process already running on the same --data-dir, or starts its own on that
+directory for the time it runs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := defaultSourceConfig()
+			if err := f.apply(cmd, &cfg); err != nil {
+				return err
+			}
+			return runStatus(cmd.Context(), cfg, asJSON, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	return cmd
+}
+
+// statusJSON is the output of status --json; dead_letters is null when the
+// source cannot tell.
+type statusJSON struct {
+	Pending     int64  `json:"pending"`
+	AckPending  int64  `json:"ack_pending"`
+	Redelivered int64  `json:"redelivered"`
+	DeadLetters *int64 `json:"dead_letters"`
+}
+
+// runStatus prints the state of the source cfg describes.
+func runStatus(ctx context.Context, cfg sourceConfig, asJSON bool, stdout, stderr io.Writer) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	src, err := cfg.open(ctx, commandLogger(stderr))
+	if err != nil {
+		return err
+	}
+	st, err := readStats(ctx, src)
+	if cerr := src.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return printStatus(stdout, st, asJSON)
+}
+
+func readStats(ctx context.Context, src sources.Source) (sources.Stats, error) {
+	ss, ok := src.(sources.StatsSource)
+	if !ok {
+		return sources.Stats{}, fmt.Errorf("status: this source (%T) cannot report its state", src)
+	}
+	st, err := ss.Stats(ctx)
+	if err != nil {
+		return st, fmt.Errorf("status: %w", err)
+	}
+	return st, nil
+}
+
+func printStatus(w io.Writer, st sources.Stats, asJSON bool) error {
+	if asJSON {
+		out := statusJSON{Pending: st.Pending, AckPending: st.AckPending, Redelivered: st.Redelivered}
+		if st.DeadLetters >= 0 {
+			out.DeadLetters = &st.DeadLetters
+		}
+		enc := json.NewEncoder(w)
+		return enc.Encode(out)
+	}
+	dead := "unknown"
+	if st.DeadLetters >= 0 {
+		dead = strconv.FormatInt(st.DeadLetters, 10)
+	}
+	_, err := fmt.Fprintf(w, "%-24s %10d\n%-24s %10d\n%-24s %10d\n%-24s %10s\n",
+		"backlog (pending)", st.Pending,
+		"in flight (ack pending)", st.AckPending,
+		"redelivered", st.Redelivered,
+		"dead letters", dead)
+	return err
+}
