@@ -31,8 +31,10 @@ import (
 //	{"at": 7, "op": "tick"}
 //
 // A throttle's sent_at defaults to the request's grant time; retry_after is
-// in seconds. Outcomes are accepted only for granted requests. Blank lines
-// are skipped; unknown fields of an event are ignored.
+// in seconds. Outcomes are accepted only for granted requests. An id may be
+// acquired again (a retry) once its previous request no longer waits; later
+// events then name the new request. Blank lines are skipped; unknown fields
+// of an event are ignored.
 //
 // For each event Run writes one line, after the Core has done everything
 // due up to and including at, then the event, then what the event made due
@@ -216,8 +218,8 @@ func (p Replayer) run(r io.Reader, w *bufio.Writer, decode func([]byte) (Config,
 			if ev.ID == nil {
 				return fail(`acquire: missing "id"`)
 			}
-			if _, dup := byName[*ev.ID]; dup {
-				return fail("acquire: id %q already used", *ev.ID)
+			if old, dup := byName[*ev.ID]; dup && old.status == Waiting {
+				return fail("acquire: id %q is already waiting", *ev.ID)
 			}
 			units := 1.0
 			if ev.Units != nil {
@@ -253,8 +255,9 @@ func (p Replayer) run(r io.Reader, w *bufio.Writer, decode func([]byte) (Config,
 			if ev.Count == nil {
 				return fail(`instances: missing "count"`)
 			}
-			n, cerr := strconv.Atoi(ev.Count.String())
-			if cerr != nil || n < 1 {
+			f, cerr := ev.Count.Float64()
+			n := int(f)
+			if cerr != nil || float64(n) != f || n < 1 {
 				return fail(`instances: "count": must be an integer >= 1, got %s`, *ev.Count)
 			}
 			err = core.SetInstanceCount(now, n)

@@ -82,7 +82,8 @@ func TestReplayErrors(t *testing.T) {
 		{"unknown op", opts + `{"at": 0, "op": "grab"}`, 2, `unknown op "grab"`},
 		{"unknown id", opts + `{"at": 0, "op": "success", "id": "r1"}`, 2, `unknown id "r1"`},
 		{"unknown id cancel", opts + `{"at": 0, "op": "cancel", "id": "r1"}`, 2, `unknown id "r1"`},
-		{"duplicate id", opts + `{"at": 0, "op": "acquire", "id": "r1"}` + "\n" + `{"at": 0, "op": "acquire", "id": "r1"}`, 3, `already used`},
+		{"id still waiting", opts + `{"at": 0, "op": "acquire", "id": "r1", "units": 100}` + "\n" +
+			`{"at": 0, "op": "acquire", "id": "r2"}` + "\n" + `{"at": 0, "op": "acquire", "id": "r2"}`, 4, `"r2" is already waiting`},
 		{"negative units", opts + `{"at": 0, "op": "acquire", "id": "r1", "units": -1}`, 2, `units`},
 		{"bad count", opts + `{"at": 0, "op": "instances", "count": 0}`, 2, `count`},
 		{"throttle while waiting", opts +
@@ -124,5 +125,28 @@ func TestReplayCancelNotWaiting(t *testing.T) {
 	want := `{"at": 1, "op": "cancel", "rate": 600, "tokens": 100, "queue": 0, "paused_until": null, "granted": [], "rejected": []}`
 	if len(lines) != 2 || lines[1] != want {
 		t.Errorf("got\n%s\nwant second line\n%s", out.String(), want)
+	}
+}
+
+// TestReplayReacquire checks that an id may be acquired again (a retry)
+// once its request no longer waits, and that later events name the new one.
+func TestReplayReacquire(t *testing.T) {
+	in := `{"options": {"burst": "1s"}}
+{"at": 0, "op": "acquire", "id": "j", "units": 10}
+{"at": 1, "op": "throttle", "id": "j"}
+{"at": 1, "op": "acquire", "id": "j", "units": 7}
+{"at": 1, "op": "acquire", "id": "j", "units": 1}
+{"at": 1, "op": "acquire", "id": "j", "units": 1}
+`
+	var out bytes.Buffer
+	err := Replay(strings.NewReader(in), &out)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 6 {
+		t.Fatalf("err = %v, want an error on line 6 (j waits)", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := `{"at": 1, "op": "acquire", "rate": 420, "tokens": 0, "queue": 0, "paused_until": null, "granted": [{"id": "j", "at": 1}], "rejected": []}`
+	if len(lines) != 4 || lines[2] != want {
+		t.Errorf("got\n%s\nwant third line\n%s", out.String(), want)
 	}
 }
