@@ -208,9 +208,10 @@ func (c jetstreamConfig) openJetStream(ctx context.Context, log *slog.Logger) (*
 		return nil, err
 	}
 	s, err := jetstream.Open(ctx, lib, log)
+	var inUse *jetstream.PortInUseError
 	switch {
-	case errors.Is(err, jetstream.ErrPortInUse):
-		return nil, fmt.Errorf("source.jetstream.embedded.port: %w (flag --nats-port; another NATS server may be listening there: point source.jetstream.url / --nats-url at it instead)", err)
+	case errors.As(err, &inUse):
+		return nil, fmt.Errorf("source.jetstream.embedded.port: %s is in use (%w); choose a free port with --nats-port or source.jetstream.embedded.port (-1 picks a random one), or, if it is a NATS server you want to use, point --nats-url or source.jetstream.url at it", inUse.Addr, inUse.Err)
 	case err != nil:
 		return nil, &fieldError{field: "source.jetstream", err: err}
 	}

@@ -329,5 +329,21 @@ func subjectMatches(filter, subject string) bool {
 	return len(f) == len(s)
 }
 
-// ErrPortInUse is returned when the embedded server's port is taken.
+// ErrPortInUse matches (errors.Is) the error of an embedded server whose
+// port is taken; the error itself is a *PortInUseError.
 var ErrPortInUse = errors.New("jetstream: embedded server port in use")
+
+// PortInUseError reports that the embedded server cannot listen on Addr.
+type PortInUseError struct {
+	Addr string // host:port
+	Err  error  // the listen error
+}
+
+func (e *PortInUseError) Error() string {
+	return fmt.Sprintf("jetstream: embedded.port: %s is in use (%v); set embedded.port to a free port, or -1 for a random one", e.Addr, e.Err)
+}
+
+func (e *PortInUseError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrPortInUse) hold.
+func (e *PortInUseError) Is(target error) bool { return target == ErrPortInUse }

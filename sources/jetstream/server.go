@@ -41,6 +41,7 @@ func StartServer(cfg EmbeddedConfig, log *slog.Logger) (*Server, error) {
 		log = discard
 	}
 	c := Config{URL: Embedded, Embedded: cfg}.withDefaults().Embedded
+	_, statErr := os.Stat(c.StoreDir)
 	if err := os.MkdirAll(c.StoreDir, 0o750); err != nil {
 		return nil, fmt.Errorf("jetstream: embedded.store_dir: %w", err)
 	}
@@ -51,6 +52,11 @@ func StartServer(cfg EmbeddedConfig, log *slog.Logger) (*Server, error) {
 	s, err := startLocked(c, lock, log)
 	if err != nil {
 		_ = unlockStore(lock)
+		if os.IsNotExist(statErr) {
+			// Leave no trace of a server that never ran.
+			_ = os.Remove(filepath.Join(c.StoreDir, lockName))
+			_ = os.Remove(c.StoreDir)
+		}
 		return nil, err
 	}
 	return s, nil
@@ -63,7 +69,7 @@ func startLocked(c EmbeddedConfig, lock *os.File, log *slog.Logger) (*Server, er
 		// first, to say which setting to change.
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, fmt.Errorf("%w: cannot listen on %s (%v); set embedded.port to a free port, or -1 for a random one", ErrPortInUse, addr, err)
+			return nil, &PortInUseError{Addr: addr, Err: errors.Unwrap(err)}
 		}
 		_ = l.Close()
 	}
@@ -91,7 +97,7 @@ func startLocked(c EmbeddedConfig, lock *os.File, log *slog.Logger) (*Server, er
 		ns.WaitForShutdown()
 		if f := sl.fatal(); f != "" {
 			if strings.Contains(f, "listen") {
-				return nil, fmt.Errorf("%w: %s; set embedded.port to a free port, or -1 for a random one", ErrPortInUse, f)
+				return nil, &PortInUseError{Addr: addr, Err: errors.New(f)}
 			}
 			return nil, fmt.Errorf("jetstream: embedded server: %s", f)
 		}
