@@ -1,0 +1,176 @@
+package limiter
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// TestCoreStepInvariance drives a Core through random events twice: once
+// looked at only at the events, once also advanced every 7 ms in between.
+// Time is an argument, so the decisions must not depend on how often the
+// Core is looked at. Each run also checks invariants: grants in FIFO order,
+// the rate within its bounds, the bucket within its capacity, decisions in
+// time order, no grant during a pause.
+func TestCoreStepInvariance(t *testing.T) {
+	for seed := range uint64(80) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			cfg := randomConfig(rand.New(rand.NewPCG(seed, 1)))
+			a := runRandom(t, cfg, seed, 0)
+			b := runRandom(t, cfg, seed, 7*time.Millisecond)
+			if len(a.decisions) != len(b.decisions) || len(a.states) != len(b.states) {
+				t.Fatalf("%d decisions, %d states vs %d, %d", len(a.decisions), len(a.states), len(b.decisions), len(b.states))
+			}
+			for i := range a.decisions {
+				x, y := a.decisions[i], b.decisions[i]
+				if x.ID != y.ID || x.Status != y.Status || x.Reason != y.Reason || x.At.Sub(y.At).Abs() > 2*time.Nanosecond {
+					t.Fatalf("decision %d: %+v vs %+v", i, x, y)
+				}
+			}
+			for i := range a.states {
+				if a.states[i] != b.states[i] {
+					t.Fatalf("after event %d: %s vs %s", i, a.states[i], b.states[i])
+				}
+			}
+		})
+	}
+}
+
+func randomConfig(rng *rand.Rand) Config {
+	cfg := DefaultConfig()
+	cfg.Burst = time.Duration(rng.IntN(3000)) * time.Millisecond
+	cfg.QueueLimit = rng.IntN(6)
+	cfg.MaxWait = time.Duration(500+rng.IntN(5000)) * time.Millisecond
+	cfg.DecreaseCooldown = time.Duration(rng.IntN(3000)) * time.Millisecond
+	cfg.MaxPause = time.Duration(rng.IntN(3000)) * time.Millisecond
+	cfg.AIMD.IncreaseInterval = time.Duration(rng.IntN(2000)) * time.Millisecond
+	cfg.MaxUnitsPerMinute = 2000
+	if rng.IntN(2) == 0 {
+		cfg.Controller = ControllerCUBIC
+		cfg.CUBIC.ScaleConstant = 5
+	}
+	return cfg
+}
+
+type randomRun struct {
+	decisions []Decision // of queued requests, in order
+	states    []string   // rate and pause after each event
+}
+
+func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) randomRun {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 2))
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type req struct {
+		units   float64
+		status  Status
+		granted time.Time
+	}
+	var (
+		run       randomRun
+		reqs      = map[uint64]*req{}
+		granted   []uint64
+		lastGrant uint64
+		lastAt    time.Time
+		now       time.Duration
+		stepped   time.Duration
+		pauses    [][2]time.Time
+	)
+	take := func() {
+		for _, d := range c.Drain(nil) {
+			r := reqs[d.ID]
+			if r.status != Waiting {
+				t.Fatalf("decision for %d, which is %s", d.ID, r.status)
+			}
+			r.status, r.granted = d.Status, d.At
+			if d.At.Before(lastAt) {
+				t.Fatalf("decision at %v before %v", d.At.Sub(t0), lastAt.Sub(t0))
+			}
+			lastAt = d.At
+			if d.Status == Granted {
+				if d.ID < lastGrant {
+					t.Fatalf("grant of %d after %d: not FIFO", d.ID, lastGrant)
+				}
+				lastGrant = d.ID
+				granted = append(granted, d.ID)
+				for _, p := range pauses {
+					if d.At.After(p[0]) && d.At.Before(p[1]) {
+						t.Fatalf("grant at %v during the pause %v–%v", d.At.Sub(t0), p[0].Sub(t0), p[1].Sub(t0))
+					}
+				}
+			}
+			run.decisions = append(run.decisions, d)
+		}
+	}
+	for range 300 {
+		now += time.Duration(rng.IntN(400)) * time.Millisecond
+		at := t0.Add(now)
+		if step > 0 {
+			for stepped+step < now {
+				stepped += step
+				c.Advance(t0.Add(stepped))
+				take()
+			}
+		}
+		c.Advance(at)
+		take()
+		switch k := rng.IntN(10); {
+		case k < 5:
+			u := []float64{0, 1, 1, 2, 5, 40}[rng.IntN(6)]
+			d := c.Acquire(at, u)
+			reqs[d.ID] = &req{units: u, status: d.Status, granted: d.At}
+			if d.Status == Granted && u > 0 {
+				if d.ID < lastGrant {
+					t.Fatalf("grant of %d at once after %d", d.ID, lastGrant)
+				}
+				lastGrant = d.ID
+				granted = append(granted, d.ID)
+			}
+		case k < 8:
+			if len(granted) == 0 {
+				break
+			}
+			r := reqs[granted[rng.IntN(len(granted))]]
+			o := Outcome{Kind: Success, Status: 200}
+			if rng.IntN(2) == 0 {
+				o = Outcome{Kind: Throttle, Status: 429, RetryAfter: time.Duration(rng.IntN(4)) * time.Second}
+			}
+			_, wasPaused := c.PausedUntil()
+			c.Observe(at, r.granted, r.units, o)
+			if until, ok := c.PausedUntil(); ok && !wasPaused {
+				pauses = append(pauses, [2]time.Time{at, until})
+			} else if ok {
+				pauses[len(pauses)-1][1] = until
+			}
+		case k < 9:
+			id := uint64(1 + rng.IntN(len(reqs)+1))
+			if d, ok := c.Cancel(at, id); ok {
+				reqs[id].status = d.Status
+				run.decisions = append(run.decisions, d)
+			}
+		default:
+			if err := c.SetInstanceCount(at, 1+rng.IntN(4)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		take()
+		r := c.Rate()
+		if r < c.minR*(1-1e-12) || r > c.maxR*(1+1e-12) {
+			t.Fatalf("rate %v outside [%v, %v]", r, c.minR, c.maxR)
+		}
+		if tok := c.Tokens(at); tok > c.Capacity()+1e-9 {
+			t.Fatalf("tokens %v over capacity %v", tok, c.Capacity())
+		}
+		until, paused := c.PausedUntil()
+		run.states = append(run.states, fmt.Sprintf("rate %.9g queue %d paused %v %v", r, c.QueueLen(), paused, until.Sub(t0)))
+	}
+	if math.IsNaN(c.Tokens(t0.Add(now))) {
+		t.Fatal("tokens NaN")
+	}
+	return run
+}
