@@ -340,3 +340,64 @@ func TestRegisterTwicePanics(t *testing.T) {
 	}()
 	NewMetrics(reg)
 }
+
+// TestLimiterConcurrentUse runs many goroutines that wait with deadlines,
+// observe random outcomes and change the instance count, under the race
+// detector, in fake time. Every Wait must end with a ticket or a rejection,
+// and the queue must be empty at the end.
+func TestLimiterConcurrentUse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMetrics(nil)
+		l := newTestLimiter(t, func(c *Config) {
+			c.Burst = time.Second
+			c.QueueLimit = 20
+			c.MaxWait = 3 * time.Second
+			c.DecreaseCooldown = 0
+		}, WithMetrics(m))
+		var wg sync.WaitGroup
+		var granted, rejected sync.Map
+		for g := range 16 {
+			wg.Go(func() {
+				for i := range 40 {
+					ctx, cancel := context.WithTimeout(t.Context(), time.Duration(100+(g*37+i*53)%2000)*time.Millisecond)
+					tk, err := l.Wait(ctx, float64((g+i)%4))
+					cancel()
+					key := [2]int{g, i}
+					if err != nil {
+						if !errors.Is(err, ErrRejected) {
+							t.Errorf("Wait: %v", err)
+						}
+						rejected.Store(key, err)
+						continue
+					}
+					granted.Store(key, tk)
+					switch (g * i) % 5 {
+					case 0:
+						l.Observe(tk, Outcome{Kind: Throttle, Status: 429, RetryAfter: time.Duration(i%3) * 100 * time.Millisecond})
+					case 4:
+						if err := l.SetInstanceCount(1 + i%3); err != nil {
+							t.Error(err)
+						}
+					default:
+						l.Observe(tk, Outcome{Kind: Success, Status: 200})
+					}
+					_ = l.Stats()
+				}
+			})
+		}
+		wg.Wait()
+		n := 0
+		granted.Range(func(any, any) bool { n++; return true })
+		rejected.Range(func(any, any) bool { n++; return true })
+		t.Logf("%d waits ended, %v units, rejections %v", n, testutil.ToFloat64(m.units), testutil.ToFloat64(m.rejections.WithLabelValues("canceled"))+testutil.ToFloat64(m.rejections.WithLabelValues("queue_full"))+testutil.ToFloat64(m.rejections.WithLabelValues("max_wait")))
+		if n != 16*40 {
+			t.Errorf("%d waits ended, want %d", n, 16*40)
+		}
+		if st := l.Stats(); st.Queue != 0 {
+			t.Errorf("queue %d at the end", st.Queue)
+		}
+		if testutil.ToFloat64(m.queue) != 0 {
+			t.Errorf("queue gauge %v at the end", testutil.ToFloat64(m.queue))
+		}
+	})
+}
