@@ -1,6 +1,7 @@
 package gcppubsub
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -102,61 +103,60 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first field that is not valid, as a *ConfigError.
+// Validate reports every field that is not valid, each as a *ConfigError,
+// joined with errors.Join.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	bad := func(field, format string, args ...any) error {
-		return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)})
 	}
 	if c.Project == "" {
-		return bad("Project", "must be set")
-	}
-	if err := checkProject(c.Project); err != nil {
-		return bad("Project", "%v", err)
+		bad("Project", "must be set")
+	} else if err := checkProject(c.Project); err != nil {
+		bad("Project", "%v", err)
 	}
 	if c.Subscription == "" {
-		return bad("Subscription", "must be set")
-	}
-	if err := checkResource(c.Subscription, "subscriptions"); err != nil {
-		return bad("Subscription", "%v", err)
+		bad("Subscription", "must be set")
+	} else if err := checkResource(c.Subscription, "subscriptions"); err != nil {
+		bad("Subscription", "%v", err)
 	}
 	if c.Topic != "" {
 		if err := checkResource(c.Topic, "topics"); err != nil {
-			return bad("Topic", "%v", err)
+			bad("Topic", "%v", err)
 		}
 	}
 	if c.DeadLetterTopic != "" {
 		if err := checkResource(c.DeadLetterTopic, "topics"); err != nil {
-			return bad("DeadLetterTopic", "%v", err)
+			bad("DeadLetterTopic", "%v", err)
 		}
 		if fullName(c.Project, "topics", c.DeadLetterTopic) == fullName(c.Project, "topics", c.Topic) {
-			return bad("DeadLetterTopic", "must differ from Topic (%q), or terminated messages come back", c.Topic)
+			bad("DeadLetterTopic", "must differ from Topic (%q), or terminated messages come back", c.Topic)
 		}
 	}
 	if c.AckDeadline < MinAckDeadline || c.AckDeadline > MaxAckDeadline {
-		return bad("AckDeadline", "must be between %v and %v, got %v", MinAckDeadline, MaxAckDeadline, c.AckDeadline)
-	}
-	if c.AckDeadline%time.Second != 0 {
-		return bad("AckDeadline", "must be whole seconds, got %v", c.AckDeadline)
+		bad("AckDeadline", "must be between %v and %v, got %v", MinAckDeadline, MaxAckDeadline, c.AckDeadline)
+	} else if c.AckDeadline%time.Second != 0 {
+		bad("AckDeadline", "must be whole seconds, got %v", c.AckDeadline)
 	}
 	if c.PollInterval < 0 {
-		return bad("PollInterval", "must be > 0, got %v", c.PollInterval)
+		bad("PollInterval", "must be > 0, got %v", c.PollInterval)
 	}
 	if c.Setup && c.Topic == "" {
-		return bad("Topic", "must be set when Setup is true")
+		bad("Topic", "must be set when Setup is true")
 	}
 	if c.MaxDeliveryAttempts != 0 {
 		if c.MaxDeliveryAttempts < MinDeliveryAttempts || c.MaxDeliveryAttempts > MaxDeliveryAttempts {
-			return bad("MaxDeliveryAttempts", "must be 0 or between %d and %d, got %d", MinDeliveryAttempts, MaxDeliveryAttempts, c.MaxDeliveryAttempts)
+			bad("MaxDeliveryAttempts", "must be 0 or between %d and %d, got %d", MinDeliveryAttempts, MaxDeliveryAttempts, c.MaxDeliveryAttempts)
 		}
 		if c.DeadLetterTopic == "" {
-			return bad("MaxDeliveryAttempts", "needs DeadLetterTopic")
+			bad("MaxDeliveryAttempts", "needs DeadLetterTopic")
 		}
 		if !c.Setup {
-			return bad("MaxDeliveryAttempts", "applies only when Setup creates the subscription; set Setup or configure the policy on the subscription")
+			bad("MaxDeliveryAttempts", "applies only when Setup creates the subscription; set Setup or configure the policy on the subscription")
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // checkProject checks a project id loosely: ids are usually 6 to 30

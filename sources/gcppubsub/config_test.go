@@ -45,7 +45,16 @@ func TestValidate(t *testing.T) {
 			if !errors.As(err, &ce) || ce.Field != tc.field {
 				t.Fatalf("Validate() = %v, want a ConfigError on %s", err, tc.field)
 			}
+			if n := len(err.(interface{ Unwrap() []error }).Unwrap()); n != 1 {
+				t.Errorf("Validate() reported %d problems, want 1: %v", n, err)
+			}
 		})
+	}
+	var all Config
+	all.AckDeadline = time.Hour
+	all.MaxDeliveryAttempts = 1
+	if n := len(all.Validate().(interface{ Unwrap() []error }).Unwrap()); n != 6 {
+		t.Errorf("Validate() of a bad config reported %d problems, want 6 (every one): %v", n, all.Validate())
 	}
 	full := ok
 	full.Subscription = "projects/other-project/subscriptions/jobs"
