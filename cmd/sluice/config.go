@@ -265,6 +265,14 @@ func redact(s string, secrets []string) string {
 // environment references with lookup, and validates every field. The error
 // lists every problem, one per line; it never holds a secret value.
 func parseConfig(data []byte, lookup func(string) (string, bool)) (config, error) {
+	return parseConfigWith(data, lookup, nil, true)
+}
+
+// parseConfigWith is parseConfig with adjust applied after decoding and
+// before validation (command-line flags that replace the file's values).
+// needTarget requires target.base_url (the commands that do not call the
+// target, such as enqueue and status, do not need it).
+func parseConfigWith(data []byte, lookup func(string) (string, bool), adjust func(*config) error, needTarget bool) (config, error) {
 	cfg := defaultConfig()
 	errs := &configErrors{lines: cfg.lines}
 	var doc yaml.Node
@@ -273,7 +281,12 @@ func parseConfig(data []byte, lookup func(string) (string, bool)) (config, error
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		// An empty file: every default.
-		return cfg, cfg.validate(errs)
+		if adjust != nil {
+			if err := adjust(&cfg); err != nil {
+				return cfg, err
+			}
+		}
+		return cfg, cfg.validate(errs, needTarget)
 	}
 	root := doc.Content[0]
 	var secrets []string
@@ -283,11 +296,18 @@ func parseConfig(data []byte, lookup func(string) (string, bool)) (config, error
 	for _, v := range cfg.Target.Headers {
 		secrets = append(secrets, v)
 	}
+	auth := cfg.Source.JetStream.Auth
+	secrets = append(secrets, auth.Password, auth.Token)
 	cfg.secrets = secrets
 	if len(errs.list) > 0 {
 		return cfg, errs.err(secrets)
 	}
-	return cfg, cfg.validate(errs)
+	if adjust != nil {
+		if err := adjust(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, cfg.validate(errs, needTarget)
 }
 
 // expandNode expands ${VAR} and ${VAR:-default} in every scalar value
@@ -548,11 +568,11 @@ func editDistance(a, b string) int {
 }
 
 // validate checks every field and the sections' own rules, after decoding.
-func (c *config) validate(errs *configErrors) error {
+func (c *config) validate(errs *configErrors, needTarget bool) error {
 	errs.addLib("", c.Source.validate())
 
 	// target
-	if c.Target.BaseURL == "" {
+	if c.Target.BaseURL == "" && needTarget {
 		errs.add("target.base_url", "required: the API's base URL, such as https://api.example.com/v1")
 	}
 	if _, err := c.httpConfig(); err != nil {

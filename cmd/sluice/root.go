@@ -22,6 +22,8 @@ redelivers or dead-letters each job according to the response.`,
 		newEnqueueCmd(),
 		newStatusCmd(),
 		newConfigCmd(),
+		newRunCmd(),
+		newDLQCmd(),
 		newLimiterCmd(),
 		newHealthcheckCmd(),
 	)

@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/sinks"
+	"github.com/sluicehq/sluice/sinks/httpapi"
+	"github.com/sluicehq/sluice/sinks/jsonl"
+	"github.com/sluicehq/sluice/sinks/natsout"
+	"github.com/sluicehq/sluice/sources"
+	"github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/worker"
+)
+
+// runFlags are the flags of `sluice run`. Those set on the command line
+// replace the config file's values.
+type runFlags struct {
+	config      string
+	target      string
+	maxInFlight int
+	rate        float64
+	instances   int
+	natsURL     string
+	dataDir     string
+	natsPort    int
+	logFormat   string
+	logLevel    string
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [-c FILE] [--target URL]",
+		Short: "Drain the queue into the target API",
+		Long: `run pulls jobs from the queue, waits on the adaptive limiter for each job's
+units, calls the target API, and acks, redelivers or dead-letters each job.
+
+With -c FILE it runs as the config file says (see 'sluice config example').
+Without it, it runs on the default: an embedded NATS JetStream server
+storing its data in ./sluice-data, and needs --target. Flags given on the
+command line replace the file's values.
+
+SIGINT or SIGTERM stops pulling, lets requests already sent finish for up to
+worker.shutdown_timeout, and hands the waiting jobs back to the queue. A
+second signal exits at once (unsettled jobs are redelivered after their ack
+wait).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := runConfig(cmd, f)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			log, err := newLogger(cmd.ErrOrStderr(), cfg.Log.Format, cfg.Log.Level)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			go func() {
+				<-ctx.Done()
+				// From now on the default action applies: a second signal
+				// ends the process at once.
+				stop()
+				if cmd.Context().Err() == nil {
+					log.Info("shutting down; a second signal exits at once")
+				}
+			}()
+			return runWorker(ctx, cfg, prometheus.NewRegistry(), log)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.config, "config", "c", "", "config file (default: embedded JetStream and the flags below)")
+	fl.StringVar(&f.target, "target", "", "target API base URL (target.base_url)")
+	fl.IntVar(&f.maxInFlight, "max-in-flight", defaultMaxInFlight, "most jobs held at once (worker.max_in_flight)")
+	fl.IntVar(&f.maxInFlight, "concurrency", defaultMaxInFlight, "same as --max-in-flight")
+	fl.Float64Var(&f.rate, "rate", limiter.DefaultConfig().InitialUnitsPerMinute, "initial rate in units per minute (limiter.initial_units_per_minute)")
+	fl.IntVar(&f.instances, "instances", 1, "processes sharing the budget (limiter.instances)")
+	fl.StringVar(&f.natsURL, "nats-url", "", `NATS server URL, or "embedded" (source.jetstream.url)`)
+	fl.StringVar(&f.dataDir, "data-dir", "", "embedded server data directory (source.jetstream.embedded.store_dir)")
+	fl.IntVar(&f.natsPort, "nats-port", 0, "embedded server client port, -1 for a free one (source.jetstream.embedded.port)")
+	fl.StringVar(&f.logFormat, "log-format", "", "log format: auto, text or json (log.format)")
+	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn or error (log.level)")
+	return cmd
+}
+
+// runConfig loads the config file (or the defaults) and applies the flags
+// set on the command line.
+func runConfig(cmd *cobra.Command, f runFlags) (config, error) {
+	fl := cmd.Flags()
+	if f.config == "" && !fl.Changed("target") {
+		return config{}, errors.New("run: --target URL is required without -c FILE")
+	}
+	apply := func(c *config) error {
+		set := func(flag, path string, fn func()) {
+			if fl.Changed(flag) {
+				fn()
+				delete(c.lines, path) // a problem with it is the flag's, not the file's line
+			}
+		}
+		set("target", "target.base_url", func() { c.Target.BaseURL = f.target })
+		set("max-in-flight", "worker.max_in_flight", func() { c.Worker.MaxInFlight = f.maxInFlight })
+		set("concurrency", "worker.max_in_flight", func() { c.Worker.MaxInFlight = f.maxInFlight })
+		set("rate", "limiter.initial_units_per_minute", func() { c.Limiter.InitialUnitsPerMinute = f.rate })
+		set("instances", "limiter.instances", func() { c.Limiter.Instances = f.instances })
+		set("log-format", "log.format", func() { c.Log.Format = f.logFormat })
+		set("log-level", "log.level", func() { c.Log.Level = f.logLevel })
+		return applySourceFlags(c, fl.Changed("nats-url"), f.natsURL, fl.Changed("data-dir"), f.dataDir, fl.Changed("nats-port"), f.natsPort)
+	}
+	if f.config == "" {
+		cfg := defaultConfig()
+		if err := apply(&cfg); err != nil {
+			return cfg, err
+		}
+		return cfg, cfg.validate(&configErrors{lines: cfg.lines}, true)
+	}
+	data, err := os.ReadFile(f.config)
+	if err != nil {
+		return config{}, fmt.Errorf("config: %w", err)
+	}
+	return parseConfigWith(data, os.LookupEnv, apply, true)
+}
+
+// runWorker wires the source, limiter, target and outputs into a worker and
+// runs it, with the runtime endpoints, until ctx is done and every job it
+// held is settled.
+func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *slog.Logger) error {
+	src, err := cfg.Source.open(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+
+	lcfg, err := cfg.Limiter.config()
+	if err != nil {
+		return err
+	}
+	lim, err := limiter.New(lcfg, limiter.WithMetrics(limiter.NewMetrics(reg)), limiter.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	hc, err := cfg.httpConfig()
+	if err != nil {
+		return err
+	}
+	sink, err := httpapi.New(hc, httpapi.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+
+	results, err := openOutput(ctx, "results", cfg.Results.output(), src)
+	if err != nil {
+		return err
+	}
+	if results != nil {
+		defer results.Close()
+	}
+	deadLetters, err := openOutput(ctx, "dead_letters", cfg.DeadLetters, src)
+	if err != nil {
+		return err
+	}
+	if deadLetters != nil {
+		defer deadLetters.Close()
+	}
+
+	wm, err := worker.NewMetrics(reg)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	deps := worker.Deps{Source: src, Target: httpTarget{sink}, Limiter: lim, Log: log, Metrics: wm}
+	if results != nil {
+		deps.Results = results
+	}
+	if deadLetters != nil {
+		deps.DeadLetters = deadLetters
+	}
+	w, err := worker.New(cfg.workerConfig(sourceAckWait(src)), deps)
+	if err != nil {
+		return err
+	}
+	sat := limiter.NewSaturation(0)
+	if err := registerOpsMetrics(reg, sat, src, log); err != nil {
+		return err
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		sat.Poll(gctx, time.Second, func() int { return lim.Stats().Queue })
+		return nil
+	})
+	g.Go(func() error {
+		return serveOps(gctx, cfg.Metrics, reg, allReady(sourceReady(src), targetResolves(cfg.Target.BaseURL, nil)), log)
+	})
+	g.Go(func() error {
+		wcfg := w.Config()
+		log.Info("sluice running", "source", cfg.Source.Kind, "target", cfg.Target.BaseURL,
+			"max_in_flight", wcfg.MaxInFlight, "units_per_minute", lcfg.InitialUnitsPerMinute,
+			"limiter", !lcfg.Disabled, "worker_id", wcfg.ID)
+		err := w.Run(gctx)
+		log.Info("worker stopped")
+		return err
+	})
+	return g.Wait()
+}
+
+// sourceAckWait is the source's ack deadline, which the worker extends
+// every third of.
+func sourceAckWait(src sources.Source) time.Duration {
+	if js, ok := src.(*jetstream.Source); ok {
+		return js.Config().AckWait
+	}
+	return worker.DefaultAckWait
+}
+
+// openOutput opens the results or dead-letter output; nil for kind none.
+func openOutput(ctx context.Context, section string, o outputConfig, src sources.Source) (sinks.Output, error) {
+	switch o.Kind {
+	case outputNone:
+		return nil, nil
+	case outputJSONL:
+		out, err := jsonl.New(jsonl.Config{Path: o.Path})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", section, err)
+		}
+		return out, nil
+	case outputNATS:
+		js, ok := src.(*jetstream.Source)
+		if !ok {
+			return nil, fmt.Errorf("%s.kind: %q needs source.kind %q", section, outputNATS, sourceJetStream)
+		}
+		nc := natsOutputConfig(section, o, js.Config())
+		out, err := natsout.New(ctx, js.JetStream(), nc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", section, err)
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("%s.kind: %q is not available with source.kind %q", section, o.Kind, sourceJetStream)
+	}
+}
+
+// natsOutputConfig places dead letters on the source's dead-letter subject
+// and stream (sluice.dead in SLUICE_DEAD by default), and results on the
+// job subject's sibling "results" (sluice.results) in STREAM_RESULTS. The
+// streams are created when the source sets its own up.
+func natsOutputConfig(section string, o outputConfig, jc jetstream.Config) natsout.Config {
+	if section == "dead_letters" {
+		subject := o.Subject
+		if subject == "" {
+			subject = jc.DeadLetterSubject
+		}
+		return natsout.Config{Subject: subject, Stream: jc.DeadLetterStream, CreateStream: jc.Setup}
+	}
+	subject := o.Subject
+	if subject == "" {
+		first := jc.Subjects[0]
+		if i := strings.LastIndexByte(first, '.'); i >= 0 {
+			subject = first[:i] + ".results"
+		} else {
+			subject = first + ".results"
+		}
+	}
+	return natsout.Config{Subject: subject, Stream: jc.Stream + "_RESULTS", CreateStream: true}
+}
+
+// httpTarget adapts the HTTP sink to the worker's Target and Checker.
+type httpTarget struct{ s *httpapi.Sink }
+
+var (
+	_ worker.Target  = httpTarget{}
+	_ worker.Checker = httpTarget{}
+)
+
+func (t httpTarget) Check(r worker.Request) error {
+	if err := t.s.Check(httpapi.Request(r)); err != nil {
+		return &worker.InvalidJobError{Reason: worker.ReasonInvalidRequest, Detail: err.Error()}
+	}
+	return nil
+}
+
+func (t httpTarget) Send(ctx context.Context, r worker.Request) (worker.Response, error) {
+	res, err := t.s.Send(ctx, httpapi.Request(r))
+	resp := worker.Response{Status: res.Status, Header: res.Header, Body: res.Body, Outcome: res.Outcome}
+	var se *httpapi.StatusError
+	switch {
+	case err == nil, errors.As(err, &se):
+		return resp, nil
+	case errors.Is(err, httpapi.ErrInvalidRequest):
+		return resp, &worker.InvalidJobError{Reason: worker.ReasonInvalidRequest, Detail: err.Error()}
+	default:
+		return resp, err
+	}
+}
+
+// applySourceFlags sets the embedded-server and NATS flags of `sluice run`
+// on the source section.
+func applySourceFlags(c *config, urlSet bool, url string, dirSet bool, dir string, portSet bool, port int) error {
+	if !urlSet && !dirSet && !portSet {
+		return nil
+	}
+	if c.Source.Kind != sourceJetStream {
+		return fmt.Errorf("run: --nats-url, --data-dir and --nats-port need source.kind %q, got %q", sourceJetStream, c.Source.Kind)
+	}
+	js := &c.Source.JetStream
+	if urlSet {
+		js.URL = url
+		delete(c.lines, "source.jetstream.url")
+	}
+	if dirSet {
+		js.Embedded.StoreDir = dir
+		delete(c.lines, "source.jetstream.embedded.store_dir")
+	}
+	if portSet {
+		js.Embedded.Port = port
+		delete(c.lines, "source.jetstream.embedded.port")
+	}
+	return nil
+}

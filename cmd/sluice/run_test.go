@@ -1,0 +1,632 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/sluicehq/sluice/sources"
+	sjs "github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/worker"
+)
+
+// These tests run the whole of `sluice run` in-process: an embedded
+// JetStream server (random port, temporary store), the real HTTP sink
+// against an httptest target, the real limiter and outputs. They wait on
+// real network events, so they poll with generous deadlines.
+
+// startNATS starts an embedded JetStream server for one test.
+func startNATS(t *testing.T) string {
+	t.Helper()
+	srv, err := sjs.StartServer(sjs.EmbeddedConfig{StoreDir: t.TempDir(), Port: sjs.RandomPort}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv.ClientURL()
+}
+
+// e2eConfig is a config for a worker on natsURL calling target, with short
+// backoffs and no metrics endpoint.
+func e2eConfig(t *testing.T, natsURL, target string) config {
+	t.Helper()
+	cfg := defaultConfig()
+	cfg.Source.JetStream.URL = natsURL
+	cfg.Source.JetStream.FetchWait = limiterDuration(200 * time.Millisecond)
+	cfg.Target.BaseURL = target
+	cfg.Target.Timeout = limiterDuration(5 * time.Second)
+	cfg.Metrics.Listen = opsListenOff
+	cfg.Limiter.Enabled = false
+	cfg.Worker.Backoff = backoffConfig{Base: limiterDuration(10 * time.Millisecond), Cap: limiterDuration(50 * time.Millisecond)}
+	cfg.Worker.RejectedDelay = limiterDuration(50 * time.Millisecond)
+	cfg.Worker.MaxRedeliveryDelay = limiterDuration(100 * time.Millisecond)
+	cfg.Worker.ShutdownTimeout = limiterDuration(2 * time.Second)
+	return cfg
+}
+
+func mustValid(t *testing.T, cfg config) config {
+	t.Helper()
+	if err := cfg.validate(&configErrors{lines: map[string]int{}}, true); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// running is a worker started with runWorker.
+type running struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startRun(t *testing.T, cfg config, log *slog.Logger) *running {
+	return startRunReg(t, cfg, log, prometheus.NewRegistry())
+}
+
+func startRunReg(t *testing.T, cfg config, log *slog.Logger, reg *prometheus.Registry) *running {
+	t.Helper()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- runWorker(ctx, cfg, reg, log) }()
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	r.cancel = nil
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Errorf("runWorker: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("runWorker did not return within 30s of cancel")
+	}
+}
+
+// client opens a second connection to the queue, as `sluice enqueue` does.
+func client(t *testing.T, cfg config) *sjs.Source {
+	t.Helper()
+	src, err := cfg.Source.JetStream.openJetStream(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	return src
+}
+
+func enqueueJob(t *testing.T, src sources.Source, id string, env map[string]any) {
+	t.Helper()
+	if env == nil {
+		env = map[string]any{}
+	}
+	if _, ok := env["id"]; !ok {
+		env["id"] = id
+	}
+	data, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enqueueRawJob(t, src, id, data)
+}
+
+func enqueueRawJob(t *testing.T, src sources.Source, id string, data []byte) {
+	t.Helper()
+	if err := src.Publish(context.Background(), sources.Outgoing{ID: id, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond every 20 ms for up to a minute.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// drained reports whether the queue has nothing pending or in flight.
+func drained(t *testing.T, src *sjs.Source) bool {
+	st, err := src.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Pending == 0 && st.AckPending == 0
+}
+
+// deadLetters reads every record of the dead-letter stream.
+func deadLetters(t *testing.T, cfg config, src *sjs.Source) map[string]worker.DeadLetter {
+	t.Helper()
+	store, err := openDeadLetterStore(context.Background(), cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]worker.DeadLetter{}
+	err = store.each(context.Background(), func(r deadLetterRecord) error {
+		out[r.ID] = r.DeadLetter
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// apiLog is a target that records each request by job id (X-Job header)
+// and answers as told for that id (200 by default).
+type apiLog struct {
+	mu      sync.Mutex
+	hits    map[string]int
+	done    map[string]int // requests answered 2xx, in full
+	answers map[string]func(n int, w http.ResponseWriter, r *http.Request)
+}
+
+func newAPILog() *apiLog {
+	return &apiLog{hits: map[string]int{}, done: map[string]int{}, answers: map[string]func(int, http.ResponseWriter, *http.Request){}}
+}
+
+func (a *apiLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	id := r.Header.Get("X-Job")
+	a.mu.Lock()
+	a.hits[id]++
+	n := a.hits[id]
+	answer := a.answers[id]
+	a.mu.Unlock()
+	if answer != nil {
+		answer(n, w, r)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	a.mu.Lock()
+	a.done[id]++
+	a.mu.Unlock()
+}
+
+func (a *apiLog) count(id string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hits[id]
+}
+
+func (a *apiLog) distinct() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.hits)
+}
+
+// The decision table through the real pieces: a success with its result
+// record, a 404 dead-lettered with its status and body excerpt, a 503 that
+// succeeds on a later attempt, a throttle that exhausts its deliveries, and
+// invalid jobs dead-lettered at once.
+func TestRunEndToEnd(t *testing.T) {
+	natsURL := startNATS(t)
+	api := newAPILog()
+	api.answers["missing"] = func(_ int, w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no such item", http.StatusNotFound)
+	}
+	api.answers["flaky"] = func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("ETag", `"abc"`)
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"created":true}`)
+	}
+	api.answers["throttled"] = func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusTooManyRequests)
+	}
+	target := httptest.NewServer(api)
+	defer target.Close()
+
+	cfg := e2eConfig(t, natsURL, target.URL)
+	resultsPath := filepath.Join(t.TempDir(), "results.jsonl")
+	cfg.Results = resultsConfig{Kind: outputJSONL, Path: resultsPath, Headers: []string{"ETag"}}
+	cfg.Worker.MaxAttempts = 2
+	cfg.Worker.MaxDeliveries = 3
+	cfg.Jobs.Strict = true
+	cfg.Jobs.Types = map[string]jobTypeConfig{"default": {Path: "/items"}, "export": {Method: "PUT", Path: "/exports"}}
+	mustValid(t, cfg)
+
+	q := client(t, cfg)
+	for i := range 50 {
+		enqueueJob(t, q, fmt.Sprint("ok-", i), map[string]any{"headers": map[string]string{"X-Job": fmt.Sprint("ok-", i)}})
+	}
+	enqueueJob(t, q, "missing", map[string]any{"headers": map[string]string{"X-Job": "missing"}})
+	enqueueJob(t, q, "flaky", map[string]any{"type": "export", "headers": map[string]string{"X-Job": "flaky"}})
+	enqueueJob(t, q, "throttled", map[string]any{"headers": map[string]string{"X-Job": "throttled"}})
+	enqueueRawJob(t, q, "garbage", []byte(`{"id": "garbage", `))
+	enqueueJob(t, q, "unknown-type", map[string]any{"type": "nope"})
+	enqueueJob(t, q, "neg-cost", map[string]any{"cost": -1})
+
+	startRun(t, cfg, nil)
+	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+
+	for i := range 50 {
+		if n := api.count(fmt.Sprint("ok-", i)); n != 1 {
+			t.Errorf("ok-%d reached the target %d times, want 1", i, n)
+		}
+	}
+	if n := api.count("missing"); n != 1 {
+		t.Errorf("404 job was sent %d times, want 1", n)
+	}
+	if n := api.count("flaky"); n != 3 {
+		t.Errorf("flaky job was sent %d times, want 3", n)
+	}
+	if n := api.count("throttled"); n != 6 {
+		t.Errorf("throttled job was sent %d times, want 6 (2 attempts × 3 deliveries)", n)
+	}
+
+	dl := deadLetters(t, cfg, q)
+	want := map[string]string{
+		"missing": worker.ReasonClientError, "throttled": worker.ReasonMaxDeliveries,
+		"garbage": worker.ReasonBadJSON, "unknown-type": worker.ReasonUnknownType, "neg-cost": worker.ReasonBadCost,
+	}
+	if len(dl) != len(want) {
+		t.Errorf("dead letters: %v", dl)
+	}
+	for id, reason := range want {
+		if dl[id].Reason != reason {
+			t.Errorf("dead letter %s: reason %q, want %q", id, dl[id].Reason, reason)
+		}
+	}
+	if d := dl["missing"]; d.Status != 404 || !strings.Contains(d.BodyExcerpt, "no such item") || d.Attempts != 1 {
+		t.Errorf("404 dead letter = %+v", d)
+	}
+	if d := dl["throttled"]; d.Status != 429 || d.Deliveries != 3 || d.Attempts != 2 {
+		t.Errorf("throttled dead letter = %+v", d)
+	}
+
+	data, err := os.ReadFile(resultsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []worker.Result
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var r worker.Result
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("result %s: %v", line, err)
+		}
+		results = append(results, r)
+	}
+	if len(results) != 51 {
+		t.Errorf("results = %d, want 51", len(results))
+	}
+	for _, r := range results {
+		if r.ID == "flaky" && (r.Status != 201 || r.Body != `{"created":true}` || r.Headers["Etag"] != `"abc"`) {
+			t.Errorf("flaky result = %+v", r)
+		}
+	}
+}
+
+// Paths that try to leave the target are dead-lettered and never sent: a
+// second server on another port sees nothing.
+func TestRunSSRF(t *testing.T) {
+	natsURL := startNATS(t)
+	api := newAPILog()
+	target := httptest.NewServer(api)
+	defer target.Close()
+	var otherHits int
+	var mu sync.Mutex
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		otherHits++
+		mu.Unlock()
+	}))
+	defer other.Close()
+	otherHost := strings.TrimPrefix(other.URL, "http://")
+
+	cfg := mustValid(t, e2eConfig(t, natsURL, target.URL+"/api"))
+	q := client(t, cfg)
+	paths := map[string]string{
+		"metadata":        "http://169.254.169.254/",
+		"scheme-relative": "//evil.example/x",
+		"other-scheme":    "https://other/",
+		"at-host":         "@" + otherHost + "/x",
+		"other-absolute":  other.URL + "/x",
+		"other-relative":  "//" + otherHost + "/x",
+		"dot-dot":         "/../x",
+		"encoded-dot-dot": "/%2e%2e/%2e%2e/x",
+		"backslash":       "/\\\\" + otherHost + "/x",
+	}
+	for id, p := range paths {
+		enqueueJob(t, q, id, map[string]any{"path": p, "headers": map[string]string{"X-Job": id}})
+	}
+	enqueueJob(t, q, "fine", map[string]any{"path": "/items/1", "headers": map[string]string{"X-Job": "fine"}})
+
+	startRun(t, cfg, nil)
+	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+
+	mu.Lock()
+	if otherHits != 0 {
+		t.Errorf("the other server saw %d requests", otherHits)
+	}
+	mu.Unlock()
+	if api.distinct() != 1 || api.count("fine") != 1 {
+		t.Errorf("target saw %v, want only the fine job", api.hits)
+	}
+	dl := deadLetters(t, cfg, q)
+	for id := range paths {
+		d, ok := dl[id]
+		if !ok {
+			t.Errorf("%s (%q) was not dead-lettered", id, paths[id])
+			continue
+		}
+		if d.Reason != worker.ReasonBadPath && d.Reason != worker.ReasonInvalidRequest {
+			t.Errorf("%s: reason %q, want bad_path or invalid_request", id, d.Reason)
+		}
+	}
+}
+
+// 200 jobs in flight or waiting when the worker is stopped: each is either
+// acked exactly once or available for redelivery, and a restarted worker
+// finishes them all.
+func TestRunShutdownLosesNothing(t *testing.T) {
+	natsURL := startNATS(t)
+	api := newAPILog()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	completedRun1 := map[string]bool{}
+	run := 1
+	slow := func(_ int, w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Job")
+		mu.Lock()
+		cur := run
+		mu.Unlock()
+		if cur == 1 {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+		mu.Lock()
+		if cur == 1 {
+			completedRun1[id] = true
+		}
+		mu.Unlock()
+	}
+	for i := range 200 {
+		api.answers[fmt.Sprint("j", i)] = slow
+	}
+	target := httptest.NewServer(api)
+	defer target.Close()
+
+	cfg := e2eConfig(t, natsURL, target.URL)
+	cfg.Worker.MaxInFlight = 200
+	cfg.Worker.ShutdownTimeout = limiterDuration(time.Second)
+	// A limiter that lets 40 jobs through at once and then one per
+	// second: most jobs wait in its queue when the worker stops.
+	cfg.Limiter.Enabled = true
+	cfg.Limiter.InitialUnitsPerMinute = 60
+	cfg.Limiter.Burst = limiterDuration(40 * time.Second)
+	mustValid(t, cfg)
+
+	q := client(t, cfg)
+	for i := range 200 {
+		enqueueJob(t, q, fmt.Sprint("j", i), map[string]any{"headers": map[string]string{"X-Job": fmt.Sprint("j", i)}})
+	}
+	reg1 := prometheus.NewRegistry()
+	r1 := startRunReg(t, cfg, nil, reg1)
+	eventually(t, "40 requests in flight", func() bool { return api.distinct() >= 40 })
+	// Let 10 requests finish, so some jobs are acked before the stop.
+	for range 10 {
+		release <- struct{}{}
+	}
+	eventually(t, "10 jobs completed", func() bool { mu.Lock(); defer mu.Unlock(); return len(completedRun1) == 10 })
+	r1.stop(t)
+
+	// Every job the first worker held was settled: acked after its
+	// request completed, or handed back (Nak with no delay) because it
+	// was waiting for units or its request was cut at shutdown_timeout.
+	outcomes := jobOutcomes(t, reg1)
+	mu.Lock()
+	acked := len(completedRun1)
+	mu.Unlock()
+	if outcomes[worker.OutcomeSucceeded] != acked || outcomes[worker.OutcomeReleased] != 200-acked || len(outcomes) != 2 {
+		t.Errorf("first run settled %v; want %d succeeded and %d released, nothing else", outcomes, acked, 200-acked)
+	}
+
+	mu.Lock()
+	run = 2
+	mu.Unlock()
+	cfg.Limiter.Enabled = false
+	startRun(t, cfg, nil)
+	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	for i := range 200 {
+		id := fmt.Sprint("j", i)
+		mu.Lock()
+		doneBefore := completedRun1[id]
+		mu.Unlock()
+		n := api.count(id)
+		switch {
+		case n == 0:
+			t.Errorf("%s never reached the target", id)
+		case doneBefore && n != 1:
+			t.Errorf("%s was acked in the first run but sent %d times", id, n)
+		}
+	}
+}
+
+// jobOutcomes sums sluice_jobs_total by outcome.
+func jobOutcomes(t *testing.T, reg *prometheus.Registry) map[string]int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, mf := range mfs {
+		if mf.GetName() != "sluice_jobs_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" {
+					out[l.GetValue()] += int(m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// No secret (the API token from the environment) appears in the logs at
+// debug level, in dead-letter records, in the metrics, or in the output of
+// `sluice config validate`.
+func TestRunNoSecretsInOutput(t *testing.T) {
+	const token = "sk-live-7c1f4e2a9b3d8e6f"
+	t.Setenv("SLUICE_TEST_API_TOKEN", token)
+	natsURL := startNATS(t)
+	api := newAPILog()
+	echo := func(_ int, w http.ResponseWriter, r *http.Request) {
+		// A careless API that echoes the credentials in its error.
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, "bad credentials: %s", r.Header.Get("Authorization"))
+	}
+	api.answers["echo"] = echo
+	api.answers["dup"] = func(_ int, w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "busy, token %s", r.Header.Get("Authorization"))
+	}
+	target := httptest.NewServer(api)
+	defer target.Close()
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "sluice.yaml")
+	dlPath := filepath.Join(dir, "dead.jsonl")
+	src := fmt.Sprintf(`
+source:
+  jetstream:
+    url: %s
+    fetch_wait: 200ms
+target:
+  base_url: %s
+  headers:
+    Authorization: Bearer ${SLUICE_TEST_API_TOKEN}
+jobs:
+  types:
+    secret: {path: "/x"}
+worker:
+  max_attempts: 2
+  max_deliveries: 1
+  backoff: {base: 10ms, cap: 20ms}
+dead_letters: {kind: jsonl, path: %s}
+metrics: {listen: "off"}
+log: {level: debug, format: json}
+`, natsURL, target.URL, dlPath)
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log, err := newLogger(&syncWriter{w: &logs}, cfg.Log.Format, cfg.Log.Level)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := client(t, cfg)
+	enqueueJob(t, q, "echo", map[string]any{"headers": map[string]string{"X-Job": "echo"}})
+	enqueueJob(t, q, "dup", map[string]any{"headers": map[string]string{"X-Job": "dup"}})
+	enqueueJob(t, q, "ok", map[string]any{"type": "secret", "headers": map[string]string{"X-Job": "ok"}})
+	reg := prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runWorker(ctx, cfg, reg, log) }()
+	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if api.count("echo") != 1 || api.count("dup") != 2 || api.count("ok") != 1 {
+		t.Fatalf("target traffic: %v", api.hits)
+	}
+
+	var metrics bytes.Buffer
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		expfmt.MetricFamilyToText(&metrics, mf)
+	}
+	dead, err := os.ReadFile(dlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(dead, []byte(`"reason":"client_error"`)) || !bytes.Contains(dead, []byte(`"reason":"max_deliveries"`)) {
+		t.Fatalf("dead letters: %s", dead)
+	}
+
+	// `sluice config validate` on a file that is wrong in the places the
+	// secret goes.
+	bad := strings.Replace(src, "base_url: "+target.URL, "base_url: "+target.URL+"/?t=${SLUICE_TEST_API_TOKEN}", 1)
+	bad = strings.Replace(bad, "worker:\n", "worker:\n  id: \"${SLUICE_TEST_API_TOKEN}\"\n  max_in_flight: ${SLUICE_TEST_API_TOKEN}\n", 1)
+	badFile := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(badFile, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var validateOut bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs([]string{"config", "validate", "-c", badFile})
+	root.SetOut(&validateOut)
+	root.SetErr(&validateOut)
+	if err := root.Execute(); err == nil {
+		t.Fatalf("config validate passed a bad file: %s", validateOut.String())
+	}
+	if !strings.Contains(validateOut.String(), "worker.max_in_flight") {
+		t.Errorf("validate output: %s", validateOut.String())
+	}
+
+	for name, out := range map[string]string{
+		"logs": logs.String(), "metrics": metrics.String(), "dead letters": string(dead), "config validate": validateOut.String(),
+	} {
+		if strings.Contains(out, token) || strings.Contains(out, token[8:]) {
+			t.Errorf("%s contain the API token:\n%s", name, out)
+		}
+	}
+	if !strings.Contains(logs.String(), `"level":"DEBUG"`) {
+		t.Errorf("no debug logs captured")
+	}
+}
+
+// syncWriter serializes writes from concurrent loggers.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
