@@ -60,6 +60,10 @@ type Source struct {
 	deadLetter   string // full name, or ""
 	counts       *deliveries
 	now          func() time.Time
+	// extendOnReceive is set unless the subscription's own ack deadline is
+	// known to be cfg.AckDeadline: each received batch then gets one
+	// ModifyAckDeadline to it.
+	extendOnReceive bool
 
 	mu     sync.Mutex
 	closed bool
@@ -90,6 +94,8 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 		deadLetter:   fullName(cfg.Project, "topics", cfg.DeadLetterTopic),
 		counts:       newDeliveries(deliveryTTL, maxTrackedMessages),
 		now:          time.Now,
+
+		extendOnReceive: true,
 	}
 	if cfg.Setup {
 		if err := s.setup(ctx); err != nil {
@@ -132,6 +138,7 @@ func (s *Source) setup(ctx context.Context) error {
 	case codes.OK:
 		s.log.Info("created subscription", "subscription", s.subscription, "topic", s.topic,
 			"ack_deadline", s.cfg.AckDeadline, "max_delivery_attempts", s.cfg.MaxDeliveryAttempts)
+		s.extendOnReceive = false
 		return nil
 	case codes.AlreadyExists:
 	default:
@@ -147,9 +154,11 @@ func (s *Source) setup(ctx context.Context) error {
 			s.subscription, got.GetTopic(), s.topic)
 	}
 	if got.GetAckDeadlineSeconds() != want.AckDeadlineSeconds {
-		s.log.Warn("existing subscription has another ack deadline; it is left unchanged",
+		s.log.Warn("existing subscription has another ack deadline; it is left unchanged, and each received batch is extended to ack_deadline",
 			"subscription", s.subscription, "subscription_ack_deadline", time.Duration(got.GetAckDeadlineSeconds())*time.Second,
 			"ack_deadline", s.cfg.AckDeadline)
+	} else {
+		s.extendOnReceive = false
 	}
 	if s.cfg.MaxDeliveryAttempts > 0 && got.GetDeadLetterPolicy() == nil {
 		s.log.Warn("existing subscription has no dead-letter policy; it is left unchanged, and delivery counts are per process",
@@ -176,6 +185,10 @@ func (s *Source) Receive(ctx context.Context, max int) ([]sources.Message, error
 			Subscription: s.subscription,
 			MaxMessages:  ask,
 		})
+		if rms := resp.GetReceivedMessages(); err == nil && len(rms) > 0 {
+			// Even if ctx ended meanwhile: these are leased to us now.
+			return s.wrap(ctx, rms, max), nil
+		}
 		switch {
 		case ctx.Err() != nil:
 			// Messages the server leased to this cancelled pull, if any,
@@ -190,9 +203,6 @@ func (s *Source) Receive(ctx context.Context, max int) ([]sources.Message, error
 		case err != nil:
 			return nil, fmt.Errorf("gcppubsub: pull %s: %w", s.subscription, err)
 		}
-		if rms := resp.GetReceivedMessages(); len(rms) > 0 {
-			return s.wrap(rms, max), nil
-		}
 		select {
 		case <-poll.Done():
 			if ctx.Err() != nil {
@@ -205,8 +215,10 @@ func (s *Source) Receive(ctx context.Context, max int) ([]sources.Message, error
 }
 
 // wrap turns received messages into Messages. Should a server ever return
-// more than max, the surplus goes back at once.
-func (s *Source) wrap(rms []*pubsubpb.ReceivedMessage, max int) []sources.Message {
+// more than max, the surplus goes back at once. When the subscription's ack
+// deadline may differ from Config.AckDeadline, the batch is leased for
+// Config.AckDeadline with one ModifyAckDeadline.
+func (s *Source) wrap(ctx context.Context, rms []*pubsubpb.ReceivedMessage, max int) []sources.Message {
 	if len(rms) > max {
 		var ids []string
 		for _, rm := range rms[max:] {
@@ -221,6 +233,19 @@ func (s *Source) wrap(rms []*pubsubpb.ReceivedMessage, max int) []sources.Messag
 		})
 		cancel()
 		rms = rms[:max]
+	}
+	if s.extendOnReceive {
+		ids := make([]string, len(rms))
+		for i, rm := range rms {
+			ids[i] = rm.GetAckId()
+		}
+		err := s.client.SubscriptionAdminClient.ModifyAckDeadline(context.WithoutCancel(ctx), &pubsubpb.ModifyAckDeadlineRequest{
+			Subscription: s.subscription, AckIds: ids, AckDeadlineSeconds: seconds(s.cfg.AckDeadline),
+		})
+		if err != nil {
+			// The messages keep the subscription's own deadline.
+			s.log.Warn("extending received messages to ack_deadline failed", "subscription", s.subscription, "err", err)
+		}
 	}
 	now := s.now()
 	out := make([]sources.Message, 0, len(rms))
@@ -292,6 +317,9 @@ func (s *Source) publish(ctx context.Context, topic string, pm *pubsubpb.PubsubM
 	}
 	return "", fmt.Errorf("server returned %d message ids for one message", len(resp.GetMessageIds()))
 }
+
+// Config returns the configuration in effect, defaults filled in.
+func (s *Source) Config() Config { return s.cfg }
 
 // Close closes the client. Messages not yet settled are redelivered after
 // their ack deadline. Close is idempotent.

@@ -535,3 +535,44 @@ func TestEmulatorHostEnv(t *testing.T) {
 		t.Fatalf("acks on the emulator = %d, want 1", acks)
 	}
 }
+
+// TestLeaseOnReceive: when the subscription's ack deadline is not known to
+// be AckDeadline, a received batch is extended to it with one
+// ModifyAckDeadline; when Setup saw it equal, nothing is sent.
+func TestLeaseOnReceive(t *testing.T) {
+	f := newFake(t)
+	cfg := f.config(t) // Setup creates the subscription with 10 s
+	creator := open(t, cfg)
+	if creator.extendOnReceive {
+		t.Error("extendOnReceive set on a subscription Setup created with AckDeadline")
+	}
+	same := open(t, cfg)
+	if same.extendOnReceive {
+		t.Error("extendOnReceive set on an existing subscription with the same ack deadline")
+	}
+	cfg.AckDeadline = 30 * time.Second
+	other := open(t, cfg)
+	if !other.extendOnReceive {
+		t.Error("extendOnReceive not set on a subscription with another ack deadline")
+	}
+	cfg.Setup = false
+	s := open(t, cfg)
+	publish(t, s, "a", "x")
+	publish(t, s, "b", "x")
+	var got []sources.Message
+	for len(got) < 2 {
+		got = append(got, receiveUntil(t, s, 2)...)
+	}
+	for _, m := range got {
+		if ds := modacks(f, m); !equal(ds, []int32{30}) {
+			t.Errorf("message %s: modack deadlines %v, want [30] on receipt", m.ID(), ds)
+		}
+	}
+	// The lease holds past the subscription's 10 s.
+	f.clock.Advance(20 * time.Second)
+	receiveNone(t, s)
+	f.clock.Advance(11 * time.Second)
+	if again := receiveUntil(t, s, 2); len(again) == 0 {
+		t.Fatal("not redelivered after the extended deadline")
+	}
+}
