@@ -65,37 +65,87 @@ func prefill(b *testing.B, url string, n int, sync bool) js.Config {
 }
 
 func benchSource(b *testing.B, url string, sync bool) {
-	cfg := prefill(b, url, b.N, sync)
-	s, err := js.Open(context.Background(), cfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
+	drain := sourceLoop(b, prefill(b, url, b.N, sync))
 	b.ResetTimer()
-	for n := 0; n < b.N; {
-		msgs, err := s.Receive(ctx, min(benchBatch, b.N-n))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, m := range msgs {
-			if err := m.Ack(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		n += len(msgs)
-	}
+	drain(b.N)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
 
 func benchBare(b *testing.B, url string, sync bool) {
-	cfg := prefill(b, url, b.N, sync)
-	nc, err := nats.Connect(url)
+	drain := bareLoop(b, prefill(b, url, b.N, sync), sync)
+	b.ResetTimer()
+	drain(b.N)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// BenchmarkReceiveAckRatio alternates the two loops, round by round, on
+// streams of benchRound messages each, so that both see the same load on a
+// shared machine; it reports each one's rate and source/bare, the ratio of
+// the Source's throughput to the bare loop's (target >= 0.8).
+func BenchmarkReceiveAckRatio(b *testing.B) {
+	const benchRound = 5000
+	srv, err := js.StartServer(js.EmbeddedConfig{StoreDir: b.TempDir(), Port: js.RandomPort}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer nc.Close()
+	defer srv.Shutdown()
+	var bare, source time.Duration
+	for range b.N {
+		b.StopTimer()
+		drainBare := bareLoop(b, prefill(b, srv.ClientURL(), benchRound, false), false)
+		drainSource := sourceLoop(b, prefill(b, srv.ClientURL(), benchRound, false))
+		b.StartTimer()
+		start := time.Now()
+		drainBare(benchRound)
+		bare += time.Since(start)
+		start = time.Now()
+		drainSource(benchRound)
+		source += time.Since(start)
+	}
+	n := float64(b.N * benchRound)
+	b.ReportMetric(n/bare.Seconds(), "bare_msgs/s")
+	b.ReportMetric(n/source.Seconds(), "source_msgs/s")
+	b.ReportMetric(bare.Seconds()/source.Seconds(), "source/bare")
+}
+
+// sourceLoop opens a Source on cfg's queue and returns a function that
+// receives and acks n messages through it, then flushes the acks.
+func sourceLoop(b *testing.B, cfg js.Config) func(n int) {
+	s, err := js.Open(context.Background(), cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	return func(n int) {
+		for done := 0; done < n; {
+			msgs, err := s.Receive(ctx, min(benchBatch, n-done))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, m := range msgs {
+				if err := m.Ack(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			done += len(msgs)
+		}
+		if err := s.Conn().Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// bareLoop connects with nats.go alone and returns a function that
+// fetches and acks n messages, then flushes the acks.
+func bareLoop(b *testing.B, cfg js.Config, sync bool) func(n int) {
+	nc, err := nats.Connect(cfg.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
 	jsc, err := jetstream.New(nc)
 	if err != nil {
 		b.Fatal(err)
@@ -105,27 +155,29 @@ func benchBare(b *testing.B, url string, sync bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	for n := 0; n < b.N; {
-		batch, err := cons.Fetch(min(benchBatch, b.N-n), jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for m := range batch.Messages() {
-			if sync {
-				err = m.DoubleAck(ctx)
-			} else {
-				err = m.Ack()
-			}
+	return func(n int) {
+		for done := 0; done < n; {
+			batch, err := cons.Fetch(min(benchBatch, n-done), jetstream.FetchMaxWait(time.Second))
 			if err != nil {
 				b.Fatal(err)
 			}
-			n++
+			for m := range batch.Messages() {
+				if sync {
+					err = m.DoubleAck(ctx)
+				} else {
+					err = m.Ack()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				done++
+			}
+			if err := batch.Error(); err != nil {
+				b.Fatal(fmt.Errorf("fetch: %w", err))
+			}
 		}
-		if err := batch.Error(); err != nil {
-			b.Fatal(fmt.Errorf("fetch: %w", err))
+		if err := nc.Flush(); err != nil {
+			b.Fatal(err)
 		}
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
