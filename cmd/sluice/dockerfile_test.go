@@ -275,12 +275,13 @@ func TestDockerfile(t *testing.T) {
 	// The default command runs sluice with a config file.
 	if cmds := find(final, "CMD"); len(cmds) == 1 {
 		argv := execForm(t, cmds[0], cmds[0].args)
-		if sub, _, err := root.Find(argv); err == nil && sub != root {
-			if err := sub.ParseFlags(argv[1:]); err != nil {
-				t.Errorf("CMD %v: %v", argv, err)
-			}
-		} else {
-			t.Logf("CMD %v: subcommand not in this build yet", argv)
+		sub, rest, err := root.Find(argv)
+		if err != nil || sub == root || sub.Name() != "run" {
+			t.Errorf("CMD %v: not `sluice run` (%v)", argv, err)
+		} else if err := sub.ParseFlags(rest); err != nil {
+			t.Errorf("CMD %v: %v", argv, err)
+		} else if c := sub.Flags().Lookup("config").Value.String(); !strings.HasPrefix(c, "/etc/sluice/") {
+			t.Errorf("CMD %v: config %q, want a file under /etc/sluice", argv, c)
 		}
 	} else {
 		t.Errorf("final stage has %d CMDs, want 1", len(cmds))

@@ -1,0 +1,361 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/sluicehq/sluice/sources"
+	sjs "github.com/sluicehq/sluice/sources/jetstream"
+)
+
+// TestScrapeRunningSluice starts `sluice run` in-process on the embedded
+// JetStream default (random port, temporary store), feeds it jobs that
+// succeed, get throttled, fail and are dead-lettered, and scrapes it as
+// Prometheus would: /readyz goes ready, and /metrics carries every metric
+// docs/operations.md documents, and nothing undocumented. It waits on a real
+// server and a real network, so it polls with generous deadlines.
+func TestScrapeRunningSluice(t *testing.T) {
+	const token = "scrape-test-secret-7f3a"
+	t.Setenv("SCRAPE_TEST_TOKEN", token)
+
+	// The target: /ok answers 200, /flaky 429 once then 200, /bad 400,
+	// /boom 503 (no Retry-After: a server error, not a throttle).
+	var mu sync.Mutex
+	calls := map[string]int{}
+	badAuth := 0
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.URL.Path]++
+		n := calls[r.URL.Path]
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			badAuth++
+		}
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/ok", r.URL.Path == "/flaky" && n > 1:
+			io.WriteString(w, `{"ok":true}`)
+		case r.URL.Path == "/flaky":
+			w.WriteHeader(http.StatusTooManyRequests)
+		case r.URL.Path == "/bad":
+			http.Error(w, "no such record", http.StatusBadRequest)
+		default:
+			http.Error(w, "down", http.StatusServiceUnavailable)
+		}
+	}))
+	defer target.Close()
+
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "sluice.yaml")
+	cfgText := fmt.Sprintf(`
+source:
+  jetstream:
+    url: embedded
+    embedded: {store_dir: %q, port: -1}
+    fetch_wait: 200ms
+target:
+  base_url: %s
+  headers:
+    Authorization: "Bearer ${SCRAPE_TEST_TOKEN}"
+worker:
+  max_attempts: 2
+  max_deliveries: 2
+  backoff: {base: 10ms, cap: 50ms}
+  max_redelivery_delay: 100ms
+  shutdown_timeout: 5s
+metrics:
+  listen: 127.0.0.1:0
+log:
+  format: json
+  level: info
+`, filepath.Join(dir, "data"), target.URL)
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Run the command as main does, reading its JSON log for the addresses.
+	pr, pw := io.Pipe()
+	natsURL, opsAddr := make(chan string, 1), make(chan string, 1)
+	var logMu sync.Mutex
+	var logText strings.Builder
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			logMu.Lock()
+			logText.WriteString(line + "\n")
+			logMu.Unlock()
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil {
+				continue
+			}
+			switch rec["msg"] {
+			case "embedded nats server started":
+				natsURL <- fmt.Sprint(rec["url"])
+			case "ops endpoints listening":
+				opsAddr <- fmt.Sprint(rec["addr"])
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	root := newRootCmd()
+	root.SetArgs([]string{"run", "-c", cfgPath})
+	root.SetErr(pw)
+	root.SetOut(io.Discard)
+	runDone := make(chan error, 1)
+	go func() { runDone <- root.ExecuteContext(ctx); pw.Close() }()
+	logs := func() string { logMu.Lock(); defer logMu.Unlock(); return logText.String() }
+
+	await := func(what string, ch chan string) string {
+		t.Helper()
+		select {
+		case v := <-ch:
+			return v
+		case err := <-runDone:
+			t.Fatalf("sluice run exited before %s: %v\n%s", what, err, logs())
+		case <-time.After(time.Minute):
+			t.Fatalf("no %s within a minute\n%s", what, logs())
+		}
+		return ""
+	}
+	nurl := await("embedded server", natsURL)
+	addr := await("ops endpoints", opsAddr)
+	if host, _, _ := net.SplitHostPort(addr); host != "127.0.0.1" {
+		t.Errorf("ops endpoints on %s, want loopback", addr)
+	}
+	base := "http://" + addr
+
+	// /healthz answers at once; /readyz goes ready once the queue is
+	// connected and the target resolves.
+	if code, _ := get(t, base+"/healthz"); code != 200 {
+		t.Errorf("/healthz: %d", code)
+	}
+	poll(t, "/readyz to answer 200", func() (bool, string) {
+		code, body := get(t, base+"/readyz")
+		return code == 200, fmt.Sprintf("%d %s", code, body)
+	})
+
+	// Feed jobs through a second connection, as `sluice enqueue` would.
+	client, err := sjs.Open(ctx, sjs.Config{URL: nurl}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	jobs := map[string]string{"ok-1": "/ok", "ok-2": "/ok", "ok-3": "/ok", "flaky-1": "/flaky", "bad-1": "/bad", "boom-1": "/boom"}
+	for id, path := range jobs {
+		data, _ := json.Marshal(map[string]any{"id": id, "type": "default", "path": path})
+		if err := client.Publish(ctx, sources.Outgoing{ID: id, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Wait until every job is settled for good: 4 succeeded, 2 dead-lettered
+	// (a 400 at once, the 503 at its second delivery), nothing pending.
+	var fams map[string]*dto.MetricFamily
+	poll(t, "every job to be settled", func() (bool, string) {
+		fams = scrape(t, base)
+		ok := sumOf(fams, "sluice_jobs_total", "outcome", "succeeded")
+		dead := sumOf(fams, "sluice_jobs_total", "outcome", "dead_lettered")
+		pending := sumOf(fams, "sluice_source_pending", "", "")
+		inFlight := sumOf(fams, "sluice_jobs_in_flight", "", "")
+		deadHeld := sumOf(fams, "sluice_source_dead_letters", "", "")
+		return ok == 4 && dead == 2 && pending == 0 && inFlight == 0 && deadHeld == 2,
+			fmt.Sprintf("succeeded %v, dead-lettered %v, pending %v, in flight %v, dead letters held %v", ok, dead, pending, inFlight, deadHeld)
+	})
+
+	// Every documented metric is there, and every sluice_ metric is documented.
+	documented := documentedMetrics(t)
+	var missing, undocumented []string
+	for name := range documented {
+		if fams[name] == nil {
+			missing = append(missing, name)
+		}
+	}
+	for name := range fams {
+		if strings.HasPrefix(name, "sluice_") && !documented[name] {
+			undocumented = append(undocumented, name)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(undocumented)
+	if len(missing) > 0 {
+		t.Errorf("documented in docs/operations.md but not scraped: %v", missing)
+	}
+	if len(undocumented) > 0 {
+		t.Errorf("scraped but not documented in docs/operations.md: %v", undocumented)
+	}
+	// The names DESIGN.md "Observability" lists (rate, tokens, queue, units,
+	// throttles by status, wait histogram, rejections by reason, pause,
+	// instances; jobs by outcome and type; attempts by result; latency by
+	// status class; in flight) with the labels it promises.
+	for name, labels := range map[string][]string{
+		"sluice_limiter_rate_units_per_minute": nil, "sluice_limiter_tokens": nil,
+		"sluice_limiter_queue_length": nil, "sluice_limiter_units_total": nil,
+		"sluice_limiter_throttles_total": {"status"}, "sluice_limiter_wait_seconds": nil,
+		"sluice_limiter_rejections_total": {"reason"}, "sluice_limiter_paused": nil,
+		"sluice_limiter_instances": nil, "sluice_jobs_total": {"outcome", "type"},
+		"sluice_attempts_total": {"result"}, "sluice_target_latency_seconds": {"status_class"},
+		"sluice_jobs_in_flight": nil, "sluice_budget_saturation": nil,
+	} {
+		f := fams[name]
+		if f == nil {
+			t.Errorf("%s not scraped", name)
+			continue
+		}
+		if f.GetHelp() == "" {
+			t.Errorf("%s has no help text", name)
+		}
+		for _, l := range labels {
+			if !hasLabel(f, l) {
+				t.Errorf("%s has no label %q", name, l)
+			}
+		}
+	}
+	if v := sumOf(fams, "sluice_limiter_throttles_total", "status", "429"); v != 1 {
+		t.Errorf("throttles with status 429: %v, want 1", v)
+	}
+	if v := sumOf(fams, "sluice_attempts_total", "result", "server_error"); v != 4 {
+		t.Errorf("server_error attempts: %v, want 4 (2 attempts × 2 deliveries)", v)
+	}
+	if v := sumOf(fams, "sluice_source_up", "", ""); v != 1 {
+		t.Errorf("sluice_source_up = %v", v)
+	}
+	if v := sumOf(fams, "sluice_budget_saturation", "", ""); v < 0 || v > 1 {
+		t.Errorf("sluice_budget_saturation = %v, want within [0, 1]", v)
+	}
+	mu.Lock()
+	if badAuth > 0 {
+		t.Errorf("%d requests without the configured Authorization header", badAuth)
+	}
+	mu.Unlock()
+	_, raw := get(t, base+"/metrics")
+	if strings.Contains(raw, token) {
+		t.Error("the token appears in /metrics")
+	}
+
+	// A clean stop.
+	cancel()
+	select {
+	case err := <-runDone:
+		if err != nil {
+			t.Errorf("sluice run: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("sluice run did not stop within a minute of cancel")
+	}
+	<-logDone
+	if strings.Contains(logs(), token) {
+		t.Error("the token appears in the log")
+	}
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Errorf("%s still accepts connections after sluice run returned", addr)
+	}
+}
+
+// poll checks cond every 50 ms for up to a minute.
+func poll(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s; last: %s", what, state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
+	t.Helper()
+	code, body := get(t, base+"/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	return fams
+}
+
+// sumOf adds the values of a family's series whose label has value (all
+// series when label is ""). Histograms count their observations.
+func sumOf(fams map[string]*dto.MetricFamily, name, label, value string) float64 {
+	var sum float64
+	for _, m := range fams[name].GetMetric() {
+		if label != "" {
+			match := false
+			for _, lp := range m.GetLabel() {
+				match = match || (lp.GetName() == label && lp.GetValue() == value)
+			}
+			if !match {
+				continue
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			sum += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			sum += m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return sum
+}
+
+func hasLabel(f *dto.MetricFamily, label string) bool {
+	for _, m := range f.GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// documentedMetrics lists the metric names in docs/operations.md's tables.
+func documentedMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	row := regexp.MustCompile("(?m)^\\| `(sluice_[a-z_]+)(?:\\{[a-z_,]*\\})?` \\|")
+	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+		names[m[1]] = true
+	}
+	if len(names) < 15 {
+		t.Fatalf("docs/operations.md documents only %d metrics", len(names))
+	}
+	return names
+}
