@@ -121,7 +121,10 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 // Wait blocks until units are granted and returns the ticket, or returns an
 // error wrapping ErrRejected: at once if the queue is full
 // (ReasonQueueFull), after max_wait (ReasonMaxWait), or when ctx ends first
-// (ReasonCanceled; the request leaves the queue). Requests are granted in
+// (ReasonCanceled; the request leaves the queue). Like x/time/rate, it
+// fails at once, with ReasonCanceled wrapping context.DeadlineExceeded,
+// when the context's deadline comes before the limiter's pause ends, since
+// no grant can come earlier. Requests are granted in
 // FIFO order. Zero units are granted at once, and so is everything in
 // disabled mode. units must be finite and >= 0.
 func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
@@ -135,7 +138,13 @@ func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 	default:
 	}
 	now := time.Now()
+	deadline, hasDeadline := ctx.Deadline()
 	l.mu.Lock()
+	if hasDeadline && units > 0 && l.failFastLocked(now, deadline) {
+		l.mu.Unlock()
+		l.metrics.rejected(ReasonCanceled)
+		return Ticket{}, &RejectedError{Reason: ReasonCanceled, Err: context.DeadlineExceeded}
+	}
 	d := l.core.Acquire(now, units)
 	if l.core.Pending() > 0 {
 		l.dispatchLocked()
@@ -181,6 +190,21 @@ func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 	}
 	l.metrics.rejected(cd.Reason)
 	return Ticket{}, &RejectedError{Reason: ReasonCanceled, Err: ctx.Err()}
+}
+
+// failFastLocked reports whether a request at now cannot be granted
+// before deadline whatever happens meanwhile: nothing is granted before a
+// pause ends, nor at its end (the bucket is empty then).
+func (l *Limiter) failFastLocked(now, deadline time.Time) bool {
+	if l.core.Disabled() {
+		return false
+	}
+	l.core.Advance(now)
+	if l.core.Pending() > 0 {
+		l.dispatchLocked()
+	}
+	until, paused := l.core.PausedUntil()
+	return paused && !deadline.After(until)
 }
 
 func (l *Limiter) decided(d Decision) (Ticket, error) {

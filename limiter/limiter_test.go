@@ -401,3 +401,36 @@ func TestLimiterConcurrentUse(t *testing.T) {
 		}
 	})
 }
+
+func TestWaitFailsFastInPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newTestLimiter(t, nil)
+		tk, _ := l.Wait(t.Context(), 1)
+		l.Observe(tk, Outcome{Kind: Throttle, Status: 429, RetryAfter: 10 * time.Second})
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // ends with the pause: too early
+		defer cancel()
+		_, err := l.Wait(ctx, 1)
+		var re *RejectedError
+		if !errors.As(err, &re) || re.Reason != ReasonCanceled || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want canceled with DeadlineExceeded", err)
+		}
+		if time.Since(start) != 0 {
+			t.Errorf("did not fail at once")
+		}
+		if st := l.Stats(); st.Queue != 0 {
+			t.Errorf("queue %d", st.Queue)
+		}
+		// A deadline after the pause waits, and gets its grant.
+		ctx2, cancel2 := context.WithTimeout(t.Context(), 11*time.Second)
+		defer cancel2()
+		if _, err := l.Wait(ctx2, 1); err != nil {
+			t.Fatalf("Wait with a later deadline: %v", err)
+		}
+		// Zero units never wait, even in a pause.
+		l.Observe(tk, Outcome{Kind: Throttle, Status: 429, RetryAfter: 10 * time.Second})
+		if _, err := l.Wait(ctx2, 0); err != nil {
+			t.Fatalf("zero units in a pause: %v", err)
+		}
+	})
+}
