@@ -1,0 +1,296 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/limiter"
+)
+
+// Mode is how the model clients hold back their requests.
+type Mode string
+
+// Modes.
+const (
+	// ModeAIMD runs each instance's limiter with the AIMD controller.
+	ModeAIMD Mode = "aimd"
+	// ModeCUBIC runs each instance's limiter with the CUBIC controller.
+	ModeCUBIC Mode = "cubic"
+	// ModeNone sends every attempt at once: retries only, no limiter.
+	ModeNone Mode = "none"
+	// ModeStatic holds each instance to a fixed rate with no adaptation, as
+	// a token bucket such as golang.org/x/time/rate is usually run: the
+	// limiter's bucket and queue at the initial rate share of the starting
+	// instance count, and no outcome is ever fed back to it. An instance
+	// that joins later gets the same fixed rate.
+	ModeStatic Mode = "static"
+)
+
+// Modes lists every mode in the order of the comparison table.
+var Modes = []Mode{ModeAIMD, ModeCUBIC, ModeStatic, ModeNone}
+
+// ParseMode returns the Mode named s.
+func ParseMode(s string) (Mode, error) {
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("sim: unknown mode %q (want %s)", s, joinModes())
+}
+
+func joinModes() string {
+	names := make([]string, len(Modes))
+	for i, m := range Modes {
+		names[i] = string(m)
+	}
+	return strings.Join(names, ", ")
+}
+
+// EventKind names a scenario event.
+type EventKind string
+
+// Event kinds.
+const (
+	// QuotaDrop: another client takes Fraction of the quota from At for
+	// For. The model removes that part from the quota the simulated clients
+	// can use; the other client's own traffic is not simulated.
+	QuotaDrop EventKind = "quota_drop"
+	// InstanceCount: the number of instances becomes Count at At. New
+	// instances join with a fresh limiter; when the count shrinks, the
+	// newest instances leave and their waiting and in-flight work is
+	// dropped (a real worker would hand it back to the queue). Every
+	// remaining limiter rescales to the new count.
+	InstanceCount EventKind = "instances"
+	// DemandChange: each instance's demand becomes Demand units per minute
+	// at At.
+	DemandChange EventKind = "demand"
+)
+
+// Event is a change applied during a run.
+type Event struct {
+	At       time.Duration // from the start
+	Kind     EventKind
+	For      time.Duration // QuotaDrop: how long the quota stays down
+	Fraction float64       // QuotaDrop: the part of the quota taken, in (0, 1)
+	Count    int           // InstanceCount: the new number of instances, >= 1
+	Demand   float64       // DemandChange: units per minute per instance, >= 0
+}
+
+// Config describes one run. Start from DefaultConfig or Scenario.
+type Config struct {
+	// Name labels the run in charts and tables; Scenario sets it.
+	Name string
+	// Mode selects the limiter. Default ModeAIMD.
+	Mode Mode
+	// Limiter holds the limiter options for the whole budget. Its
+	// Controller is set from Mode and its Instances from Instances.
+	// Default limiter.DefaultConfig().
+	Limiter limiter.Config
+
+	Duration time.Duration // virtual length of the run; default 15m
+	Seed     uint64        // seed of the random source (arrivals, costs, latency)
+
+	// The model API.
+	Quota  float64       // hidden quota in units per Window; default 3000
+	Window time.Duration // sliding window; default 60s
+
+	// The model clients.
+	Instances  int           // instances at the start; default 2
+	Demand     float64       // units per minute offered to each instance; default 2000
+	Costs      []float64     // job costs, drawn with equal odds; default 1, 2, 5
+	Latency    time.Duration // mean round trip of a call; default 100ms
+	Jitter     time.Duration // the round trip is uniform in Latency ± Jitter; default 20ms
+	MaxRetries int           // retries after a 429, on top of the first attempt; default 3
+	// Backoff is the first retry delay when a 429 carries no Retry-After;
+	// it doubles for each later retry. The model API always sends
+	// Retry-After, so it matters only to custom uses. Default 2s.
+	Backoff time.Duration
+
+	Events []Event
+
+	// SteadyFrom is where utilization_steady starts counting; default 60s
+	// (the start of minute 2).
+	SteadyFrom time.Duration
+}
+
+// DefaultConfig returns the defaults: the limiter's defaults, 2 instances
+// with a demand of 2000 units per minute each, a hidden quota of 3000 units
+// per 60 s, costs 1, 2 or 5, a round trip of 100 ms ± 20 ms, 3 retries,
+// 15 minutes, mode aimd, seed 1.
+func DefaultConfig() Config {
+	return Config{
+		Mode:       ModeAIMD,
+		Limiter:    limiter.DefaultConfig(),
+		Duration:   15 * time.Minute,
+		Seed:       1,
+		Quota:      3000,
+		Window:     DefaultWindowSpan,
+		Instances:  2,
+		Demand:     2000,
+		Costs:      []float64{1, 2, 5},
+		Latency:    100 * time.Millisecond,
+		Jitter:     20 * time.Millisecond,
+		MaxRetries: 3,
+		Backoff:    2 * time.Second,
+		SteadyFrom: time.Minute,
+	}
+}
+
+// Scenario names.
+const (
+	ScenarioFirstThrottle  = "first-throttle"
+	ScenarioNoisyNeighbor  = "noisy-neighbor"
+	ScenarioThreeInstances = "three-instances"
+	ScenarioNoLimiter      = "no-limiter"
+	ScenarioRamp           = "ramp"
+)
+
+// Scenarios lists the scenario names.
+var Scenarios = []string{ScenarioFirstThrottle, ScenarioNoisyNeighbor, ScenarioThreeInstances, ScenarioNoLimiter, ScenarioRamp}
+
+// SeedInitialRate is the initial rate of the seed's scenarios (the whole
+// budget, units per minute).
+const SeedInitialRate = 1500
+
+// Scenario returns the Config of a named scenario:
+//
+//   - first-throttle: the defaults with initial_units_per_minute 1500;
+//     the rate climbs to the first 429, is cut, and pauses.
+//   - noisy-neighbor: first-throttle, and another client takes half the
+//     quota from 5:00 to 6:00.
+//   - three-instances: first-throttle, and a third instance joins at 5:00
+//     (each instance keeps its demand of 2000 units per minute).
+//   - no-limiter: first-throttle with mode none (retries only).
+//   - ramp: a quota 50 times the initial rate (30,000 against the default
+//     600) and a demand of 20,000 units per minute per instance, keeping the
+//     seed's ratio of demand to quota; time_to_90_s is the figure to read.
+func Scenario(name string) (Config, error) {
+	c := DefaultConfig()
+	c.Name = name
+	c.Limiter.InitialUnitsPerMinute = SeedInitialRate
+	switch name {
+	case ScenarioFirstThrottle:
+	case ScenarioNoisyNeighbor:
+		c.Events = []Event{{At: 5 * time.Minute, Kind: QuotaDrop, For: time.Minute, Fraction: 0.5}}
+	case ScenarioThreeInstances:
+		c.Events = []Event{{At: 5 * time.Minute, Kind: InstanceCount, Count: 3}}
+	case ScenarioNoLimiter:
+		c.Mode = ModeNone
+	case ScenarioRamp:
+		c.Limiter.InitialUnitsPerMinute = limiter.DefaultConfig().InitialUnitsPerMinute
+		c.Quota = 30000
+		c.Demand = 20000
+	default:
+		return Config{}, fmt.Errorf("sim: unknown scenario %q (want %s)", name, strings.Join(Scenarios, ", "))
+	}
+	return c, nil
+}
+
+// Validate reports every field that breaks its rule.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field string, value any, rule string) {
+		errs = append(errs, fmt.Errorf("sim: %s: must be %s, got %v", field, rule, value))
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if _, err := ParseMode(string(c.Mode)); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Duration <= 0 {
+		bad("duration", c.Duration, "> 0")
+	}
+	if !(c.Quota > 0) || !finite(c.Quota) {
+		bad("quota", c.Quota, "> 0")
+	}
+	if c.Window <= 0 {
+		bad("window", c.Window, "> 0")
+	}
+	if c.Instances < 1 {
+		bad("instances", c.Instances, ">= 1")
+	}
+	if !(c.Demand >= 0) || !finite(c.Demand) {
+		bad("demand", c.Demand, ">= 0")
+	}
+	if len(c.Costs) == 0 {
+		bad("costs", c.Costs, "non-empty")
+	}
+	for _, v := range c.Costs {
+		if !(v > 0) || !finite(v) {
+			bad("costs", c.Costs, "all > 0")
+			break
+		}
+	}
+	if c.Latency < 0 {
+		bad("latency", c.Latency, ">= 0")
+	}
+	if c.Jitter < 0 || c.Jitter > c.Latency {
+		bad("jitter", c.Jitter, fmt.Sprintf("between 0 and latency (%v)", c.Latency))
+	}
+	if c.MaxRetries < 0 {
+		bad("max_retries", c.MaxRetries, ">= 0")
+	}
+	if c.Backoff < 0 {
+		bad("backoff", c.Backoff, ">= 0")
+	}
+	if c.SteadyFrom < 0 || c.SteadyFrom >= c.Duration {
+		bad("steady_from", c.SteadyFrom, fmt.Sprintf("in [0, duration (%v))", c.Duration))
+	}
+	maxCost := 0.0
+	if len(c.Costs) > 0 {
+		maxCost = slices.Max(c.Costs)
+	}
+	for i, e := range c.Events {
+		f := fmt.Sprintf("events[%d]", i)
+		if e.At < 0 {
+			bad(f+".at", e.At, ">= 0")
+		}
+		switch e.Kind {
+		case QuotaDrop:
+			if !(e.Fraction > 0 && e.Fraction < 1) {
+				bad(f+".fraction", e.Fraction, "in (0, 1)")
+			} else if c.Quota*(1-e.Fraction) < maxCost {
+				bad(f+".fraction", e.Fraction, fmt.Sprintf("small enough to leave the largest cost (%v) in the quota", maxCost))
+			}
+			if e.For <= 0 {
+				bad(f+".for", e.For, "> 0")
+			}
+		case InstanceCount:
+			if e.Count < 1 {
+				bad(f+".count", e.Count, ">= 1")
+			}
+		case DemandChange:
+			if !(e.Demand >= 0) || !finite(e.Demand) {
+				bad(f+".demand", e.Demand, ">= 0")
+			}
+		default:
+			bad(f+".kind", fmt.Sprintf("%q", e.Kind), `"quota_drop", "instances" or "demand"`)
+		}
+	}
+	if maxCost > c.Quota {
+		bad("costs", c.Costs, fmt.Sprintf("at most the quota (%v)", c.Quota))
+	}
+	lc := c.limiterConfig()
+	if err := lc.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("sim: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// limiterConfig is the limiter's Config for the run's mode and instances.
+func (c Config) limiterConfig() limiter.Config {
+	lc := c.Limiter
+	lc.Instances = c.Instances
+	lc.Disabled = false
+	switch c.Mode {
+	case ModeCUBIC:
+		lc.Controller = limiter.ControllerCUBIC
+	case ModeAIMD:
+		lc.Controller = limiter.ControllerAIMD
+	}
+	return lc
+}

@@ -1,0 +1,517 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/limiter"
+)
+
+// epoch is the virtual instant a run starts at.
+var epoch = time.Unix(0, 0).UTC()
+
+// Run simulates cfg in virtual time and returns its measurements. The same
+// Config (seed included) always gives the same Result.
+func Run(cfg Config) (*Result, error) {
+	return run(cfg, nil)
+}
+
+// coreOp records one call the simulator made on an instance's limiter core,
+// or one decision the core made, for the trace test.
+type coreOp struct {
+	Inst    int
+	Op      string // "new", "acquire", "grant", "reject", "observe", "instances"
+	At      time.Duration
+	ID      uint64
+	Units   float64
+	Status  limiter.Status // acquire: the decision at once
+	Reason  limiter.Reason // reject
+	SentAt  time.Duration  // observe
+	Outcome limiter.Outcome
+	Count   int     // new, instances
+	Rate    float64 // the core's rate after the call
+}
+
+type evKind uint8
+
+const (
+	evArrival evKind = iota
+	evWake
+	evReach
+	evResponse
+	evRetry
+	evScenario
+	evQuotaBack
+	evSample
+)
+
+type event struct {
+	at     time.Duration
+	seq    uint64
+	kind   evKind
+	inst   *instance
+	job    *job
+	gen    uint64
+	sentAt time.Duration // evReach, evResponse
+	back   time.Duration // evReach: the response's way back
+	ok     bool          // evResponse: accepted
+	ra     int           // evResponse: Retry-After seconds of a 429
+	index  int           // evScenario: index into Config.Events
+	units  float64       // evQuotaBack: the units returned
+}
+
+type eventQueue []*event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	// A sample sees everything else that happens at its instant.
+	if si, sj := q[i].kind == evSample, q[j].kind == evSample; si != sj {
+		return sj
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return e
+}
+
+type job struct {
+	inst     *instance
+	cost     float64
+	attempts int
+	grant    uint64 // the limiter's id of the current attempt
+}
+
+type waiting struct {
+	job      *job
+	queuedAt time.Duration
+}
+
+type instance struct {
+	idx     int
+	core    *limiter.Core // nil in mode none
+	active  bool
+	arrGen  uint64 // generation of the scheduled arrival
+	wakeGen uint64 // generation of the scheduled wake
+	wakeAt  time.Duration
+	waking  bool
+	waiters map[uint64]waiting
+	decs    []limiter.Decision
+}
+
+type runner struct {
+	cfg   Config
+	lcfg  limiter.Config
+	rng   *rand.Rand
+	q     eventQueue
+	seq   uint64
+	now   time.Duration
+	win   Window
+	sent  Window // every call that reached the API, with no quota
+	inst  []*instance
+	count int // instances taking part
+
+	demand   float64
+	meanCost float64
+	quota    float64 // the part of the quota left to the simulated clients
+	taken    float64 // units per window taken by other clients
+	quotaLog []quotaStep
+
+	hook func(coreOp)
+
+	// measurements
+	requests      int
+	throttled     int
+	rejected      int
+	gaveUp        int
+	unitsAccepted float64
+	unitsSteady   float64
+	waits         []time.Duration
+	accSec        []float64 // units accepted in each second
+	thrSec        []int     // 429s in each second
+	series        Series
+}
+
+type quotaStep struct {
+	at    time.Duration
+	quota float64
+}
+
+func run(cfg Config, hook func(coreOp)) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Costs = slices.Clone(cfg.Costs)
+	cfg.Events = slices.Clone(cfg.Events)
+	secs := int(math.Ceil(cfg.Duration.Seconds()))
+	r := &runner{
+		cfg:    cfg,
+		lcfg:   cfg.limiterConfig(),
+		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x5eed5107ce)),
+		win:    Window{Span: cfg.Window, Quota: cfg.Quota},
+		sent:   Window{Span: cfg.Window, Quota: math.Inf(1)},
+		demand: cfg.Demand,
+		quota:  cfg.Quota,
+		hook:   hook,
+		accSec: make([]float64, secs),
+		thrSec: make([]int, secs),
+	}
+	for _, c := range cfg.Costs {
+		r.meanCost += c
+	}
+	r.meanCost /= float64(len(cfg.Costs))
+	r.quotaLog = []quotaStep{{0, cfg.Quota}}
+	r.series.Instances = cfg.Instances
+	for range cfg.Instances {
+		if err := r.addInstance(cfg.Instances); err != nil {
+			return nil, err
+		}
+	}
+	r.count = cfg.Instances
+	for i, e := range cfg.Events {
+		if e.At <= cfg.Duration {
+			r.schedule(&event{at: e.At, kind: evScenario, index: i})
+		}
+	}
+	for s := range secs + 1 {
+		r.schedule(&event{at: time.Duration(s) * time.Second, kind: evSample})
+	}
+	for r.q.Len() > 0 {
+		e := heap.Pop(&r.q).(*event)
+		if e.at > cfg.Duration {
+			break
+		}
+		r.now = e.at
+		r.handle(e)
+	}
+	r.now = cfg.Duration
+	return r.result(), nil
+}
+
+func (r *runner) schedule(e *event) {
+	r.seq++
+	e.seq = r.seq
+	heap.Push(&r.q, e)
+}
+
+func (r *runner) vt(d time.Duration) time.Time { return epoch.Add(d) }
+
+func (r *runner) record(op coreOp) {
+	if r.hook != nil {
+		op.Rate = r.inst[op.Inst].core.Rate()
+		r.hook(op)
+	}
+}
+
+// addInstance starts a new instance at r.now with its own limiter, whose
+// share is 1/n of the budget (in mode static, always the starting share).
+func (r *runner) addInstance(n int) error {
+	in := &instance{idx: len(r.inst), active: true, waiters: map[uint64]waiting{}}
+	r.inst = append(r.inst, in)
+	if r.cfg.Mode != ModeNone {
+		lc := r.lcfg
+		if r.cfg.Mode != ModeStatic {
+			lc.Instances = n
+		}
+		core, err := limiter.NewCore(lc, r.vt(r.now))
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		in.core = core
+		r.record(coreOp{Inst: in.idx, Op: "new", At: r.now, Count: lc.Instances})
+	}
+	r.scheduleArrival(in)
+	return nil
+}
+
+// scheduleArrival draws the next job arrival of in: a Poisson process with
+// demand/mean cost jobs per minute.
+func (r *runner) scheduleArrival(in *instance) {
+	in.arrGen++
+	if !(r.demand > 0) {
+		return
+	}
+	perSec := r.demand / r.meanCost / 60
+	gap := time.Duration(r.rng.ExpFloat64() / perSec * 1e9)
+	r.schedule(&event{at: r.now + gap, kind: evArrival, inst: in, gen: in.arrGen})
+}
+
+func (r *runner) handle(e *event) {
+	switch e.kind {
+	case evArrival:
+		in := e.inst
+		if !in.active || e.gen != in.arrGen {
+			return
+		}
+		cost := r.cfg.Costs[r.rng.IntN(len(r.cfg.Costs))]
+		j := &job{inst: in, cost: cost}
+		r.scheduleArrival(in)
+		r.attempt(j)
+	case evWake:
+		in := e.inst
+		if !in.active || !in.waking || e.gen != in.wakeGen {
+			return
+		}
+		in.waking = false
+		in.core.Advance(r.vt(r.now))
+		r.settle(in)
+	case evReach:
+		r.reach(e)
+	case evResponse:
+		r.response(e)
+	case evRetry:
+		if e.job.inst.active {
+			r.attempt(e.job)
+		}
+	case evScenario:
+		r.scenario(r.cfg.Events[e.index])
+	case evQuotaBack:
+		r.taken -= e.units
+		r.setQuota()
+	case evSample:
+		r.sample()
+	}
+}
+
+// attempt makes one attempt of j: it waits on the limiter, then is sent.
+func (r *runner) attempt(j *job) {
+	j.attempts++
+	in := j.inst
+	if in.core == nil {
+		r.waits = append(r.waits, 0)
+		r.send(j, r.now)
+		return
+	}
+	d := in.core.Acquire(r.vt(r.now), j.cost)
+	r.record(coreOp{Inst: in.idx, Op: "acquire", At: r.now, ID: d.ID, Units: j.cost, Status: d.Status})
+	if d.Status == limiter.Waiting {
+		in.waiters[d.ID] = waiting{job: j, queuedAt: r.now}
+	}
+	// Grants that fell due before this request come first.
+	r.settle(in)
+	switch d.Status {
+	case limiter.Granted:
+		r.waits = append(r.waits, 0)
+		j.grant = d.ID
+		r.send(j, r.now)
+	case limiter.Rejected:
+		r.rejected++
+	}
+}
+
+// settle hands out the decisions the core made and sets the instance's
+// next wake to the core's next due instant.
+func (r *runner) settle(in *instance) {
+	in.decs = in.core.Drain(in.decs[:0])
+	for _, d := range in.decs {
+		w, ok := in.waiters[d.ID]
+		if !ok {
+			continue
+		}
+		delete(in.waiters, d.ID)
+		at := d.At.Sub(epoch)
+		if d.Status == limiter.Granted {
+			r.record(coreOp{Inst: in.idx, Op: "grant", At: at, ID: d.ID, Units: d.Units})
+			r.waits = append(r.waits, at-w.queuedAt)
+			w.job.grant = d.ID
+			r.send(w.job, at)
+		} else {
+			r.record(coreOp{Inst: in.idx, Op: "reject", At: at, ID: d.ID, Units: d.Units, Reason: d.Reason})
+			r.rejected++
+		}
+	}
+	clear(in.decs)
+	next, ok := in.core.NextDue()
+	if !ok {
+		in.waking = false
+		return
+	}
+	at := next.Sub(epoch)
+	if in.waking && at == in.wakeAt {
+		return
+	}
+	in.wakeGen++
+	in.waking, in.wakeAt = true, at
+	r.schedule(&event{at: at, kind: evWake, inst: in, gen: in.wakeGen})
+}
+
+// send puts j on the network at sentAt: it reaches the API after half the
+// round trip and its response comes back after the rest.
+func (r *runner) send(j *job, sentAt time.Duration) {
+	r.requests++
+	rt := r.cfg.Latency
+	if r.cfg.Jitter > 0 {
+		rt += time.Duration((r.rng.Float64()*2 - 1) * float64(r.cfg.Jitter))
+	}
+	there := rt / 2
+	r.schedule(&event{at: sentAt + there, kind: evReach, job: j, sentAt: sentAt, back: rt - there})
+}
+
+// reach is the model API answering a call.
+func (r *runner) reach(e *event) {
+	r.sent.Take(r.vt(r.now), e.job.cost)
+	ok, wait := r.win.Take(r.vt(r.now), e.job.cost)
+	resp := &event{at: r.now + e.back, kind: evResponse, job: e.job, sentAt: e.sentAt, ok: ok}
+	sec := min(int(r.now/time.Second), len(r.accSec)-1)
+	if ok {
+		r.unitsAccepted += e.job.cost
+		if r.now >= r.cfg.SteadyFrom {
+			r.unitsSteady += e.job.cost
+		}
+		r.accSec[sec] += e.job.cost
+	} else {
+		if wait < 0 { // larger than the quota left: come back after a window
+			wait = r.cfg.Window
+		}
+		resp.ra = RetryAfterSeconds(wait)
+		r.throttled++
+		r.thrSec[sec]++
+	}
+	r.schedule(resp)
+}
+
+// response is the client reading the API's answer: the limiter observes it,
+// and the retry handler retries a 429 after its Retry-After.
+func (r *runner) response(e *event) {
+	j := e.job
+	in := j.inst
+	if !in.active {
+		return
+	}
+	if in.core != nil && r.cfg.Mode != ModeStatic {
+		o := limiter.Outcome{Kind: limiter.Success, Status: 200}
+		if !e.ok {
+			o = limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: time.Duration(e.ra) * time.Second}
+		}
+		in.core.Observe(r.vt(r.now), r.vt(e.sentAt), j.cost, o)
+		r.record(coreOp{Inst: in.idx, Op: "observe", At: r.now, ID: j.grant, SentAt: e.sentAt, Units: j.cost, Outcome: o})
+		r.settle(in)
+	}
+	if e.ok {
+		return
+	}
+	if j.attempts > r.cfg.MaxRetries {
+		r.gaveUp++
+		return
+	}
+	delay := time.Duration(e.ra) * time.Second
+	if e.ra <= 0 {
+		delay = r.cfg.Backoff << (j.attempts - 1)
+	}
+	r.schedule(&event{at: r.now + delay, kind: evRetry, job: j})
+}
+
+func (r *runner) scenario(ev Event) {
+	switch ev.Kind {
+	case QuotaDrop:
+		units := r.cfg.Quota * ev.Fraction
+		r.taken += units
+		r.setQuota()
+		r.schedule(&event{at: r.now + ev.For, kind: evQuotaBack, units: units})
+	case DemandChange:
+		r.demand = ev.Demand
+		for _, in := range r.inst {
+			if in.active {
+				r.scheduleArrival(in)
+			}
+		}
+	case InstanceCount:
+		r.setInstances(ev.Count)
+	}
+}
+
+func (r *runner) setQuota() {
+	q := math.Max(r.cfg.Quota-r.taken, 0)
+	if math.Abs(r.taken) < windowEps {
+		r.taken, q = 0, r.cfg.Quota
+	}
+	r.quota = q
+	r.win.Quota = q
+	r.quotaLog = append(r.quotaLog, quotaStep{r.now, q})
+}
+
+// setInstances makes n instances take part: the newest leave, or new ones
+// join, and every limiter rescales to n (except in mode static, whose
+// rates are fixed).
+func (r *runner) setInstances(n int) {
+	for r.count > n {
+		in := r.activeInstances()[r.count-1]
+		in.active = false
+		in.waiters = nil
+		r.count--
+	}
+	if r.cfg.Mode != ModeNone && r.cfg.Mode != ModeStatic {
+		for _, in := range r.activeInstances() {
+			if in.core.Instances() == n {
+				continue
+			}
+			// n >= 1 is checked by Validate.
+			_ = in.core.SetInstanceCount(r.vt(r.now), n)
+			r.record(coreOp{Inst: in.idx, Op: "instances", At: r.now, Count: n})
+			r.settle(in)
+		}
+	}
+	for r.count < n {
+		// Validate checked the options; NewCore cannot fail here.
+		if err := r.addInstance(n); err != nil {
+			panic(err)
+		}
+		r.count++
+	}
+	r.series.Instances = max(r.series.Instances, len(r.inst))
+}
+
+func (r *runner) activeInstances() []*instance {
+	var out []*instance
+	for _, in := range r.inst {
+		if in.active {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// sample records the state at a whole second.
+func (r *runner) sample() {
+	s := &r.series
+	s.T = append(s.T, r.now.Seconds())
+	rates := make([]float64, len(r.inst))
+	sum, queue := 0.0, 0
+	for i, in := range r.inst {
+		if !in.active || in.core == nil {
+			rates[i] = math.NaN()
+			continue
+		}
+		rates[i] = in.core.Rate()
+		sum += rates[i]
+		queue += in.core.QueueLen()
+	}
+	if r.cfg.Mode == ModeNone {
+		sum = math.NaN()
+	}
+	s.Rates = append(s.Rates, rates)
+	s.SumRate = append(s.SumRate, sum)
+	s.Quota = append(s.Quota, r.quota*float64(time.Minute)/float64(r.cfg.Window))
+	perMin := float64(time.Minute) / float64(r.cfg.Window)
+	s.Used = append(s.Used, r.win.Used(r.vt(r.now))*perMin)
+	s.Sent = append(s.Sent, r.sent.Used(r.vt(r.now))*perMin)
+	s.Queue = append(s.Queue, queue)
+	k := int(r.now / time.Second)
+	thr := 0
+	if k > 0 && k-1 < len(r.thrSec) {
+		thr = r.thrSec[k-1]
+	}
+	s.Throttles = append(s.Throttles, thr)
+}
