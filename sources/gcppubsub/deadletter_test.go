@@ -9,17 +9,27 @@ import (
 )
 
 // backends are the servers a test runs against: pstest always, the
-// emulator at PUBSUB_EMULATOR_HOST when it is set.
-func backends(t *testing.T) map[string]func(t *testing.T) []option.ClientOption {
-	b := map[string]func(t *testing.T) []option.ClientOption{
-		"pstest": func(t *testing.T) []option.ClientOption { return newFakeRealClock(t).opts() },
+// emulator at PUBSUB_EMULATOR_HOST when it is set. Each starts (pstest) or
+// names (the emulator) a server and returns its address, "" for the
+// emulator, which the client finds through the environment.
+func backends(t *testing.T) map[string]func(t *testing.T) string {
+	b := map[string]func(t *testing.T) string{
+		"pstest": func(t *testing.T) string { return newFakeRealClock(t).srv.Addr },
 	}
 	if os.Getenv("PUBSUB_EMULATOR_HOST") != "" {
-		b["emulator"] = func(t *testing.T) []option.ClientOption { return nil }
+		b["emulator"] = func(t *testing.T) string { return "" }
 	} else {
 		t.Log("PUBSUB_EMULATOR_HOST is not set: pstest only")
 	}
 	return b
+}
+
+// clientOptions reach the server at addr ("" for PUBSUB_EMULATOR_HOST).
+func clientOptions(addr string) []option.ClientOption {
+	if addr == "" {
+		return nil
+	}
+	return emulatorOptions(addr)
 }
 
 // TestDeadLetterPaths shows both ways to the dead-letter topic on a
@@ -27,10 +37,10 @@ func backends(t *testing.T) map[string]func(t *testing.T) []option.ClientOption 
 // the reason) and acks; a message nakked max_delivery_attempts times is
 // forwarded by Pub/Sub itself, without a reason.
 func TestDeadLetterPaths(t *testing.T) {
-	for name, clientOpts := range backends(t) {
+	for name, server := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			opts := clientOpts(t)
+			opts := clientOptions(server(t))
 			n := uniqueName(t)
 			cfg := Config{
 				Project:             testProject,
