@@ -52,7 +52,7 @@ func prefill(b *testing.B, url string, n int, sync bool) js.Config {
 		if _, err := s.JetStream().PublishAsync(cfg.Subjects[0], data); err != nil {
 			b.Fatal(err)
 		}
-		if i%4096 == 4095 {
+		if i%1024 == 1023 {
 			<-s.JetStream().PublishAsyncComplete()
 		}
 	}
