@@ -1,0 +1,193 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Set(d time.Duration) {
+	c.mu.Lock()
+	c.t = epoch.Add(d)
+	c.mu.Unlock()
+}
+
+func newTestServer(t *testing.T, f func(*ServerConfig)) (*Server, *fakeClock) {
+	t.Helper()
+	clk := &fakeClock{t: epoch}
+	cfg := DefaultServerConfig()
+	cfg.Now = clk.Now
+	if f != nil {
+		f(&cfg)
+	}
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, clk
+}
+
+func call(t *testing.T, h http.Handler, header map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/items/1", strings.NewReader(`{"x":1}`))
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestServerRetryAfterAndCosts(t *testing.T) {
+	var log bytes.Buffer
+	s, clk := newTestServer(t, func(c *ServerConfig) {
+		c.Quota = 10
+		c.TypeCosts = map[string]float64{"export": 5}
+		c.Log = &log
+	})
+	if rec := call(t, s, map[string]string{"Sluice-Type": "export", "Sluice-Job-Id": "a"}); rec.Code != 200 {
+		t.Fatalf("export: %d %s", rec.Code, rec.Body)
+	}
+	clk.Set(10 * time.Second)
+	if rec := call(t, s, map[string]string{"X-Cost": "4", "X-Job-Id": "b"}); rec.Code != 200 {
+		t.Fatalf("X-Cost 4: %d", rec.Code)
+	}
+	clk.Set(20*time.Second + 300*time.Millisecond)
+	// 9 units in the window; 2 more fit only once the 5 taken at 0 s leave
+	// at 60 s: an exact wait of 39.7 s, sent as 40.
+	rec := call(t, s, map[string]string{"X-Job-Type": "other", "X-Cost": "2"})
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "40" {
+		t.Fatalf("want 429 with Retry-After 40, got %d %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	if rec := call(t, s, map[string]string{"Sluice-Job-Id": "c"}); rec.Code != 200 { // default cost 1 fits
+		t.Fatalf("default cost: %d", rec.Code)
+	}
+	clk.Set(60 * time.Second)
+	if rec := call(t, s, map[string]string{"X-Cost": "2", "Sluice-Job-Id": "a"}); rec.Code != 200 {
+		t.Fatalf("after Retry-After: %d", rec.Code)
+	}
+	if rec := call(t, s, map[string]string{"X-Cost": "-1"}); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "X-Cost") {
+		t.Fatalf("bad cost: %d %s", rec.Code, rec.Body)
+	}
+	if rec := call(t, s, map[string]string{"X-Cost": "11"}); rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("cost over the quota: %d", rec.Code)
+	}
+	st := s.Stats()
+	want := Stats{AcceptedUnits: 12, AcceptedRequests: 4, Throttled: 1, WindowUnits: 7, Quota: 10, WindowSeconds: 60,
+		TooLarge: 1, BadRequests: 1, Jobs: JobStats{Distinct: 3, Duplicates: 1}}
+	if st != want {
+		t.Fatalf("stats %+v\nwant  %+v", st, want)
+	}
+	if log.String() != "a\nb\nc\na\n" {
+		t.Fatalf("log %q", log.String())
+	}
+	rec = httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/jobs", nil))
+	if strings.TrimSpace(rec.Body.String()) != `{"a":2,"b":1,"c":1}` {
+		t.Fatalf("/jobs: %s", rec.Body)
+	}
+}
+
+// TestServerConcurrent sends calls from many goroutines over a real
+// loopback connection and checks that the server's accounting matches the
+// clients' tally exactly and never passes the quota.
+func TestServerConcurrent(t *testing.T) {
+	s, clk := newTestServer(t, func(c *ServerConfig) { c.Quota = 700 })
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	const workers, calls = 16, 40
+	var (
+		mu                        sync.Mutex
+		units                     float64
+		accepted, throttled, dups int
+		seen                      = map[string]bool{}
+	)
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			for i := range calls {
+				cost := 1 + rng.IntN(5)
+				id := fmt.Sprintf("job-%d", rng.IntN(workers*calls))
+				req, _ := http.NewRequest(http.MethodPut, ts.URL+"/x", nil)
+				req.Header.Set("X-Cost", strconv.Itoa(cost))
+				req.Header.Set("Sluice-Job-Id", id)
+				resp, err := ts.Client().Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				mu.Lock()
+				switch resp.StatusCode {
+				case 200:
+					accepted++
+					units += float64(cost)
+					if seen[id] {
+						dups++
+					}
+					seen[id] = true
+				case 429:
+					throttled++
+				default:
+					t.Errorf("status %d", resp.StatusCode)
+				}
+				mu.Unlock()
+				if i == calls/2 && g == 0 {
+					clk.Set(30 * time.Second)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	resp, err := ts.Client().Get(ts.URL + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st Stats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.AcceptedUnits != units || st.AcceptedRequests != int64(accepted) || st.Throttled != int64(throttled) ||
+		st.Jobs.Duplicates != int64(dups) || st.Jobs.Distinct != int64(len(seen)) {
+		t.Fatalf("server %+v; clients: %v units, %d accepted, %d throttled, %d distinct, %d duplicates",
+			st, units, accepted, throttled, len(seen), dups)
+	}
+	if units > 700 || st.WindowUnits != units || throttled == 0 {
+		t.Fatalf("%v units accepted in one window of quota 700 (window %v), %d throttled", units, st.WindowUnits, throttled)
+	}
+}
+
+func TestServerConfigValidate(t *testing.T) {
+	_, err := NewServer(ServerConfig{Quota: -1, TypeCosts: map[string]float64{"x": -2}})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"quota", "window", "type_costs[x]"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
