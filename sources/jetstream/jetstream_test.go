@@ -480,6 +480,13 @@ func TestServerRestart(t *testing.T) {
 	}
 
 	srv.Shutdown()
+	// While the server is down, Receive returns nothing and no error.
+	for range 3 {
+		msgs, err := s.Receive(ctx, 5)
+		if err != nil || len(msgs) != 0 {
+			t.Fatalf("Receive with the server down: %d messages, %v", len(msgs), err)
+		}
+	}
 	srv, err = jetstream.StartServer(jetstream.EmbeddedConfig{StoreDir: dir, Port: port}, nil)
 	if err != nil {
 		t.Fatalf("restart on port %d: %v", port, err)
