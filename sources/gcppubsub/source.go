@@ -11,6 +11,7 @@ import (
 
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	gax "github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -181,10 +182,14 @@ func (s *Source) Receive(ctx context.Context, max int) ([]sources.Message, error
 	defer cancel()
 	ask := int32(min(max, 1<<31-1))
 	for {
+		// The client retries transient errors until the poll ends; the
+		// recorder keeps the last one, so that an unreachable server is
+		// not mistaken for an empty subscription.
+		rec := &retryRecorder{inner: gax.OnCodes(pullRetryCodes, pullBackoff)}
 		resp, err := s.client.SubscriptionAdminClient.Pull(poll, &pubsubpb.PullRequest{
 			Subscription: s.subscription,
 			MaxMessages:  ask,
-		})
+		}, gax.WithRetry(func() gax.Retryer { return rec }))
 		if rms := resp.GetReceivedMessages(); err == nil && len(rms) > 0 {
 			// Even if ctx ended meanwhile: these are leased to us now.
 			return s.wrap(ctx, rms, max), nil
@@ -196,6 +201,8 @@ func (s *Source) Receive(ctx context.Context, max int) ([]sources.Message, error
 			return nil, ctx.Err()
 		case s.isClosed():
 			return nil, ErrClosed
+		case err != nil && rec.last != nil && (poll.Err() != nil || status.Code(err) == codes.DeadlineExceeded):
+			return nil, fmt.Errorf("gcppubsub: pull %s: %w", s.subscription, rec.last)
 		case err != nil && (poll.Err() != nil || status.Code(err) == codes.DeadlineExceeded):
 			// The poll interval ended. The server may notice the
 			// deadline a moment before the local timer fires.
@@ -274,6 +281,28 @@ func (s *Source) wrap(ctx context.Context, rms []*pubsubpb.ReceivedMessage, max 
 		out = append(out, m)
 	}
 	return out
+}
+
+// Pull's retry policy: the client library's codes, with a shorter
+// backoff cap so that a retry fits in a poll interval.
+var (
+	pullRetryCodes = []codes.Code{codes.Unknown, codes.Aborted, codes.Unavailable, codes.Internal}
+	pullBackoff    = gax.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 1.3}
+)
+
+// retryRecorder is a gax.Retryer that remembers the last error it chose
+// to retry. One is made per call, which gax uses from one goroutine.
+type retryRecorder struct {
+	inner gax.Retryer
+	last  error
+}
+
+func (r *retryRecorder) Retry(err error) (time.Duration, bool) {
+	pause, retry := r.inner.Retry(err)
+	if retry {
+		r.last = err
+	}
+	return pause, retry
 }
 
 // Publish publishes one message to the configured topic with a unary

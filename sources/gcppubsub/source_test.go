@@ -576,3 +576,18 @@ func TestLeaseOnReceive(t *testing.T) {
 		t.Fatal("not redelivered after the extended deadline")
 	}
 }
+
+// TestReceiveUnreachableServer: a server that cannot be reached is an
+// error, not an empty subscription.
+func TestReceiveUnreachableServer(t *testing.T) {
+	srv := pstest.NewServer()
+	addr := srv.Addr
+	_ = srv.Close() // nothing listens there now
+	cfg := Config{Project: testProject, Subscription: "jobs", PollInterval: 300 * time.Millisecond,
+		ClientOptions: emulatorOptions(addr)}
+	s := open(t, cfg)
+	ms, err := s.Receive(t.Context(), 1)
+	if err == nil || !strings.Contains(err.Error(), "Unavailable") {
+		t.Fatalf("receive from an unreachable server: %d messages, error %v; want an Unavailable error", len(ms), err)
+	}
+}
