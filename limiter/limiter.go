@@ -121,12 +121,14 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 // Wait blocks until units are granted and returns the ticket, or returns an
 // error wrapping ErrRejected: at once if the queue is full
 // (ReasonQueueFull), after max_wait (ReasonMaxWait), or when ctx ends first
-// (ReasonCanceled; the request leaves the queue). Like x/time/rate, it
-// fails at once, with ReasonCanceled wrapping context.DeadlineExceeded,
-// when the context's deadline comes before the limiter's pause ends, since
-// no grant can come earlier. Requests are granted in
-// FIFO order. Zero units are granted at once, and so is everything in
-// disabled mode. units must be finite and >= 0.
+// (ReasonCanceled, wrapping ctx.Err(); the request leaves the queue). A
+// grant that happens before the cancellation is processed is returned.
+// Like x/time/rate, Wait fails at once (ReasonCanceled wrapping
+// context.DeadlineExceeded) when the context's deadline is not after the
+// end of the current pause, since no grant can come earlier.
+//
+// Requests are granted in FIFO order. Zero units are granted at once, and
+// so is everything in disabled mode. units must be finite and >= 0.
 func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 	if !(units >= 0) || math.IsInf(units, 1) {
 		return Ticket{}, fmt.Errorf("limiter: units must be finite and >= 0, got %v", units)
