@@ -116,6 +116,36 @@ func TestPortInUse(t *testing.T) {
 	}
 }
 
+// TestEmbeddedJoinsByPort: an embedded Open whose port is taken by
+// another sluice embedded server (on another store directory) uses it; one
+// taken by any other NATS server is an error.
+func TestEmbeddedJoinsByPort(t *testing.T) {
+	srv := startServer(t)
+	_, portStr, _ := net.SplitHostPort(strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	port, _ := strconv.Atoi(portStr)
+	cfg := uniqueConfig(jetstream.Embedded)
+	cfg.Embedded = jetstream.EmbeddedConfig{StoreDir: t.TempDir(), Port: port}
+	s := open(t, cfg)
+	if s.Server() != nil || s.EmbeddedURL() != srv.ClientURL() {
+		t.Errorf("Open on the port of a running embedded server: own server %v, url %s", s.Server() != nil, s.EmbeddedURL())
+	}
+	_ = s.Close()
+
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, ServerName: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	cfg.Embedded.Port = ns.Addr().(*net.TCPAddr).Port
+	if _, err := jetstream.Open(t.Context(), cfg, nil); !errors.Is(err, jetstream.ErrPortInUse) {
+		t.Errorf("Open on the port of another NATS server: %v, want ErrPortInUse", err)
+	}
+}
+
 // TestEmbeddedShared: a second Open on the same store directory uses the
 // first one's server instead of starting another.
 func TestEmbeddedShared(t *testing.T) {

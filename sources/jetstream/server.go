@@ -19,6 +19,10 @@ import (
 // the embedded server holds locked; it contains the server's client URL.
 const lockName = "sluice.lock"
 
+// serverName is the name of every embedded server, by which a client tells
+// one from another NATS server on the same address.
+const serverName = "sluice-embedded"
+
 // Server is an in-process nats-server with JetStream, storing its data in
 // a directory that it holds locked while it runs.
 type Server struct {
@@ -78,7 +82,7 @@ func startLocked(c EmbeddedConfig, lock *os.File, log *slog.Logger) (*Server, er
 		return nil, fmt.Errorf("jetstream: embedded.store_dir: %w", err)
 	}
 	opts := &server.Options{
-		ServerName: "sluice-embedded",
+		ServerName: serverName,
 		Host:       c.Host,
 		Port:       c.Port,
 		JetStream:  true,

@@ -94,6 +94,17 @@ func (s *Source) startEmbedded(ctx context.Context) (string, error) {
 		s.srv = srv
 		return srv.ClientURL(), nil
 	}
+	var inUse *PortInUseError
+	if errors.As(err, &inUse) {
+		// Another sluice process may run its embedded server there, on
+		// another store directory: use it, but no other NATS server.
+		u := "nats://" + inUse.Addr
+		if s.isEmbeddedServer(u) {
+			s.log.Info("using the embedded nats server already listening", "url", u)
+			return u, nil
+		}
+		return "", err
+	}
 	if !errors.Is(err, ErrStoreLocked) {
 		return "", err
 	}
@@ -113,6 +124,17 @@ func (s *Source) startEmbedded(ctx context.Context) (string, error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// isEmbeddedServer reports whether a sluice embedded server answers at
+// url.
+func (s *Source) isEmbeddedServer(url string) bool {
+	nc, err := nats.Connect(url, nats.Name(s.cfg.Name), nats.Timeout(2*time.Second), nats.NoReconnect())
+	if err != nil {
+		return false
+	}
+	defer nc.Close()
+	return nc.ConnectedServerName() == serverName
 }
 
 func (s *Source) shutdownServer() {
