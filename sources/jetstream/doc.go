@@ -17,7 +17,10 @@
 // it; it installs no signal handlers and stops with Close. The process
 // running it holds the store directory locked and writes the server's URL
 // into it; another process opening the same directory (sluice enqueue next
-// to sluice run) connects to that server instead of starting a second one.
+// to sluice run) connects to that server instead of starting a second one,
+// and so does one whose port is taken by a sluice embedded server (named
+// "sluice-embedded"). A port taken by anything else is an error wrapping
+// ErrPortInUse.
 //
 // The connection reconnects forever, with backoff; Receive waits out a
 // reconnection and works again after it, and settlements of messages
