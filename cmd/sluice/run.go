@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/sinks/jsonl"
 	"github.com/sluicehq/sluice/sinks/natsout"
 	"github.com/sluicehq/sluice/sources"
+	"github.com/sluicehq/sluice/sources/gcppubsub"
 	"github.com/sluicehq/sluice/sources/jetstream"
 	"github.com/sluicehq/sluice/worker"
 )
@@ -221,6 +222,9 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 func sourceAckWait(src sources.Source) time.Duration {
 	if js, ok := src.(*jetstream.Source); ok {
 		return js.Config().AckWait
+	}
+	if ps, ok := src.(*gcppubsub.Source); ok {
+		return ps.Config().AckDeadline
 	}
 	return worker.DefaultAckWait
 }
