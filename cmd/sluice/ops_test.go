@@ -62,6 +62,17 @@ func TestOpsDefaultIsLoopback(t *testing.T) {
 	if err := def.validate("metrics"); err != nil {
 		t.Fatal(err)
 	}
+	// What `sluice run` uses when the config file has no metrics section.
+	if got := defaultConfig().Metrics; got != def {
+		t.Errorf("defaultConfig().Metrics = %+v, want %+v", got, def)
+	}
+	cfg, err := parseConfig([]byte("target:\n  base_url: http://127.0.0.1:8080/\n"), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !loopbackListen(cfg.Metrics.Listen) {
+		t.Errorf("a config without a metrics section listens on %q", cfg.Metrics.Listen)
+	}
 	for addr, want := range map[string]bool{
 		"127.0.0.1:9464":   true,
 		"127.9.9.9:9464":   true,
