@@ -205,8 +205,17 @@ func TestKubernetesManifests(t *testing.T) {
 	cfg, err := parseConfig([]byte(config), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
 		t.Errorf("sluice.yaml does not decode: %v", err)
-	} else if cfg.Metrics.Listen != raw.Metrics.Listen {
-		t.Errorf("decoded metrics.listen %q, want %q", cfg.Metrics.Listen, raw.Metrics.Listen)
+	} else {
+		if cfg.Metrics.Listen != raw.Metrics.Listen {
+			t.Errorf("decoded metrics.listen %q, want %q", cfg.Metrics.Listen, raw.Metrics.Listen)
+		}
+		// Each replica takes 1/instances of the budget.
+		if r := dep.num("spec.replicas"); cfg.Limiter.Instances != r {
+			t.Errorf("limiter.instances %d, but the Deployment runs %d replicas", cfg.Limiter.Instances, r)
+		}
+		if cfg.Target.Headers["Authorization"] != "Bearer value-of-"+secretVar {
+			t.Errorf("the Authorization header does not come from the Secret's variable")
+		}
 	}
 	_, port, err := net.SplitHostPort(raw.Metrics.Listen)
 	if err != nil {
