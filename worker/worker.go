@@ -291,16 +291,25 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 
 	slots := make(chan struct{}, w.cfg.MaxInFlight) // one token per job held
+	// Pull in batches of at least half of MaxInFlight: one receive
+	// per freed slot would cost a round trip to the queue per job.
+	batch := max(1, w.cfg.MaxInFlight/2)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		// Wait for room for at least one job, then take all the room there is.
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil
+		// Wait for room for a batch, then take all the room there is.
+		room := 0
+		for room < batch {
+			select {
+			case slots <- struct{}{}:
+				room++
+			case <-ctx.Done():
+				for range room {
+					<-slots
+				}
+				return nil
+			}
 		}
-		room := 1
 	fill:
 		for room < w.cfg.MaxInFlight {
 			select {
