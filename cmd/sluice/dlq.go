@@ -127,6 +127,13 @@ func commandConfig(file string) (config, error) {
 	return parseConfigWith(data, os.LookupEnv, nil, false)
 }
 
+// loadSourceConfig is the source section of the config file, or the
+// default without one (for enqueue and status).
+func loadSourceConfig(file string) (sourceConfig, error) {
+	cfg, err := commandConfig(file)
+	return cfg.Source, err
+}
+
 type replayCounts struct{ seen, matched, replayed, skipped int }
 
 // replayDeadLetters enqueues the original job of every matching record.

@@ -29,6 +29,7 @@ import (
 // queue (enqueue, status). Each flag that is given replaces the matching
 // setting of the source config; the others keep its value.
 type sourceFlags struct {
+	config   string // -c FILE: start from the file's source section
 	natsURL  string
 	dataDir  string
 	natsPort int
@@ -39,6 +40,7 @@ type sourceFlags struct {
 func (f *sourceFlags) register(cmd *cobra.Command) {
 	d := defaultJetstreamConfig()
 	fl := cmd.Flags()
+	fl.StringVarP(&f.config, "config", "c", "", "config file; its source section is used, and the flags below replace its values")
 	fl.StringVar(&f.natsURL, "nats-url", d.URL, `NATS server URL, or "embedded" to use (or start) the embedded server (source.jetstream.url)`)
 	fl.StringVar(&f.dataDir, "data-dir", d.Embedded.StoreDir, "embedded server's store directory (source.jetstream.embedded.store_dir)")
 	fl.IntVar(&f.natsPort, "nats-port", d.Embedded.Port, "embedded server's port on 127.0.0.1; 0 or -1 for a random free one (source.jetstream.embedded.port)")
@@ -107,7 +109,10 @@ sluice process already running on the same --data-dir, or starts its own
 on that directory for the time it runs.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg := defaultSourceConfig()
+			cfg, err := loadSourceConfig(f.config)
+			if err != nil {
+				return err
+			}
 			if err := f.apply(cmd, &cfg); err != nil {
 				return err
 			}

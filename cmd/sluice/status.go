@@ -32,7 +32,10 @@ process already running on the same --data-dir, or starts its own on that
 directory for the time it runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := defaultSourceConfig()
+			cfg, err := loadSourceConfig(f.config)
+			if err != nil {
+				return err
+			}
 			if err := f.apply(cmd, &cfg); err != nil {
 				return err
 			}
