@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/sim"
+)
+
+// simulateFlags are the flags of `sluice simulate`.
+type simulateFlags struct {
+	scenario  string
+	mode      string
+	duration  time.Duration
+	quota     float64
+	instances int
+	demand    float64
+	seed      uint64
+	initial   float64
+	scaleC    float64
+	json      bool
+	svg       string
+	compare   bool
+}
+
+func newSimulateCmd() *cobra.Command {
+	var f simulateFlags
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Simulate the limiter against a model API with a hidden quota, in virtual time",
+		Long: `simulate runs model clients, each with its own limiter and a retry handler
+(3 retries after a 429, honouring Retry-After), against a model API that
+accepts at most --quota units in any sliding 60 s window and answers 429 with
+Retry-After beyond it. It runs in virtual time: 15 minutes take a fraction of a
+second, and the same flags and --seed always give the same output.
+
+Scenarios: first-throttle, noisy-neighbor (half the quota taken from 5:00 to
+6:00), three-instances (a third instance joins at 5:00), no-limiter
+(first-throttle with mode none), ramp (quota 30,000 against an initial 600).
+Modes: aimd, cubic, static (a fixed rate at the initial rate), none (retries
+only). --quota, --instances and --demand replace the scenario's values.
+
+--json prints one object: utilization, utilization_steady, throttled,
+requests, units_accepted, p95_wait_s, rejected, gave_up, recovery_s,
+time_to_90_s (null when there is no quota drop to recover from, or when 90%
+is never reached). --svg writes a chart. --compare runs every mode on every
+scenario (or on those --scenario and --mode name) and prints one table.
+See docs/simulator.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimulate(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.scenario, "scenario", sim.ScenarioFirstThrottle, "scenario: "+strings.Join(sim.Scenarios, ", "))
+	fl.StringVar(&f.mode, "mode", "", "aimd, cubic, static or none (default: the scenario's, aimd except for no-limiter)")
+	fl.DurationVar(&f.duration, "duration", 15*time.Minute, "virtual length of the run")
+	fl.Float64Var(&f.quota, "quota", 3000, "hidden quota, units per 60 s (ramp: 30000)")
+	fl.IntVar(&f.instances, "instances", 2, "instances sharing the budget at the start")
+	fl.Float64Var(&f.demand, "demand", 2000, "units per minute offered to each instance (ramp: 20000)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random source")
+	fl.Float64Var(&f.initial, "initial", 0, "initial_units_per_minute of the whole budget (default: the scenario's, 1500; ramp 600)")
+	fl.Float64Var(&f.scaleC, "cubic-scale-constant", 0, "cubic.scale_constant, units/min per s³ (default: the limiter's default)")
+	fl.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
+	fl.StringVar(&f.svg, "svg", "", "write a chart of the run to this SVG file")
+	fl.BoolVar(&f.compare, "compare", false, "run every mode on every scenario and print a comparison table")
+	return cmd
+}
+
+// adjust applies the flags the user set to a scenario's Config.
+func (f simulateFlags) adjust(cmd *cobra.Command) (func(*sim.Config), error) {
+	changed := cmd.Flags().Changed
+	switch {
+	case f.duration <= 0:
+		return nil, fmt.Errorf("--duration: must be > 0, got %v", f.duration)
+	case changed("quota") && (!(f.quota > 0) || math.IsInf(f.quota, 0)):
+		return nil, fmt.Errorf("--quota: must be > 0, got %v", f.quota)
+	case changed("instances") && f.instances < 1:
+		return nil, fmt.Errorf("--instances: must be >= 1, got %d", f.instances)
+	case changed("demand") && (!(f.demand >= 0) || math.IsInf(f.demand, 0)):
+		return nil, fmt.Errorf("--demand: must be >= 0, got %v", f.demand)
+	case changed("initial") && !(f.initial > 0):
+		return nil, fmt.Errorf("--initial: must be > 0, got %v", f.initial)
+	case changed("cubic-scale-constant") && !(f.scaleC > 0):
+		return nil, fmt.Errorf("--cubic-scale-constant: must be > 0, got %v", f.scaleC)
+	}
+	return func(c *sim.Config) {
+		c.Duration = f.duration
+		c.Seed = f.seed
+		if changed("quota") {
+			c.Quota = f.quota
+		}
+		if changed("instances") {
+			c.Instances = f.instances
+		}
+		if changed("demand") {
+			c.Demand = f.demand
+		}
+		if changed("initial") {
+			c.Limiter.InitialUnitsPerMinute = f.initial
+		}
+		if changed("cubic-scale-constant") {
+			c.Limiter.CUBIC.ScaleConstant = f.scaleC
+		}
+		if c.SteadyFrom >= c.Duration {
+			c.SteadyFrom = 0
+		}
+	}, nil
+}
+
+func runSimulate(cmd *cobra.Command, f simulateFlags) error {
+	adjust, err := f.adjust(cmd)
+	if err != nil {
+		return err
+	}
+	var mode sim.Mode
+	if f.mode != "" {
+		if mode, err = sim.ParseMode(f.mode); err != nil {
+			return fmt.Errorf("--mode: %w", err)
+		}
+	}
+	if _, err := sim.Scenario(f.scenario); err != nil {
+		return fmt.Errorf("--scenario: %w", err)
+	}
+	if f.compare {
+		if f.json || f.svg != "" {
+			return errors.New("--compare: cannot be combined with --json or --svg")
+		}
+		scenarios, modes := sim.CompareScenarios, sim.Modes
+		if cmd.Flags().Changed("scenario") {
+			scenarios = []string{f.scenario}
+		}
+		if mode != "" {
+			modes = []sim.Mode{mode}
+		}
+		rows, err := sim.Compare(scenarios, modes, adjust)
+		if err != nil {
+			return err
+		}
+		return sim.WriteTable(cmd.OutOrStdout(), rows)
+	}
+	cfg, _ := sim.Scenario(f.scenario)
+	if mode != "" {
+		if f.scenario == sim.ScenarioNoLimiter && mode != sim.ModeNone {
+			return fmt.Errorf("--mode: scenario no-limiter runs with mode none; use --scenario first-throttle --mode %s", mode)
+		}
+		cfg.Mode = mode
+	}
+	adjust(&cfg)
+	res, err := sim.Run(cfg)
+	if err != nil {
+		return err
+	}
+	if f.svg != "" {
+		var b bytes.Buffer
+		if err := res.WriteSVG(&b); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.svg, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("--svg: %w", err)
+		}
+	}
+	out := cmd.OutOrStdout()
+	if f.json {
+		b, err := json.Marshal(res.Summary)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	}
+	return writeSimSummary(out, res)
+}
+
+func writeSimSummary(w io.Writer, res *sim.Result) error {
+	c, s := res.Config, res.Summary
+	fmt.Fprintf(w, "scenario %s, mode %s, seed %d, %v of virtual time\n", c.Name, c.Mode, c.Seed, c.Duration)
+	fmt.Fprintf(w, "hidden quota %v units per %v; %d instances, each offered %v units/min; initial rate %v units/min\n\n",
+		c.Quota, c.Window, c.Instances, c.Demand, c.Limiter.InitialUnitsPerMinute)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	opt := func(v *float64, none string) string {
+		if v == nil {
+			return none
+		}
+		return strconv.FormatFloat(*v, 'f', -1, 64)
+	}
+	noDrop := "– (no quota drop)"
+	for _, e := range c.Events {
+		if e.Kind == sim.QuotaDrop {
+			noDrop = "– (never reached 90%)"
+		}
+	}
+	fmt.Fprintf(tw, "utilization\t%.3f\taccepted units ÷ quota capacity\n", s.Utilization)
+	fmt.Fprintf(tw, "utilization_steady\t%.3f\tfrom %v on\n", s.UtilizationSteady, c.SteadyFrom)
+	fmt.Fprintf(tw, "throttled\t%d\t429 responses\n", s.Throttled)
+	fmt.Fprintf(tw, "requests\t%d\tcalls that reached the API\n", s.Requests)
+	fmt.Fprintf(tw, "units_accepted\t%v\t\n", s.UnitsAccepted)
+	fmt.Fprintf(tw, "p95_wait_s\t%.3f\twait for units in the limiter\n", s.P95WaitS)
+	fmt.Fprintf(tw, "rejected\t%d\tturned away by the limiter (queue full, max_wait)\n", s.Rejected)
+	fmt.Fprintf(tw, "gave_up\t%d\tjobs dropped after the last retry\n", s.GaveUp)
+	fmt.Fprintf(tw, "recovery_s\t%s\tafter the quota returns, to 90%% of it\n", opt(s.RecoverySeconds, noDrop))
+	fmt.Fprintf(tw, "time_to_90_s\t%s\tfrom the start, to 90%% of the quota\n", opt(s.TimeTo90Seconds, "– (never)"))
+	fmt.Fprintf(tw, "queue\tmax %d, mean %.1f\trequests waiting in all limiters\n", res.MaxQueue, res.MeanQueue)
+	return tw.Flush()
+}
