@@ -26,6 +26,8 @@ redelivers or dead-letters each job according to the response.`,
 		newDLQCmd(),
 		newLimiterCmd(),
 		newHealthcheckCmd(),
+		newSimulateCmd(),
+		newTestserverCmd(),
 	)
 	return root
 }
