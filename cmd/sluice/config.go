@@ -296,6 +296,12 @@ func parseConfigWith(data []byte, lookup func(string) (string, bool), adjust fun
 	for _, v := range cfg.Target.Headers {
 		secrets = append(secrets, v)
 	}
+	if _, set := cfg.lines["dead_letters.kind"]; !set && cfg.Source.Kind == sourcePubSub {
+		// Pub/Sub has no "subject next to the stream": without a
+		// dead_letters section, the source's own dead_letter_topic keeps
+		// the records (see source.pubsub.dead_letter_topic).
+		cfg.DeadLetters.Kind = outputNone
+	}
 	auth := cfg.Source.JetStream.Auth
 	secrets = append(secrets, auth.Password, auth.Token)
 	cfg.secrets = secrets

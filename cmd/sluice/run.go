@@ -11,15 +11,18 @@ import (
 	"syscall"
 	"time"
 
+	"cloud.google.com/go/pubsub/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/api/option"
 
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sinks"
 	"github.com/sluicehq/sluice/sinks/httpapi"
 	"github.com/sluicehq/sluice/sinks/jsonl"
 	"github.com/sluicehq/sluice/sinks/natsout"
+	"github.com/sluicehq/sluice/sinks/pubsubout"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/gcppubsub"
 	"github.com/sluicehq/sluice/sources/jetstream"
@@ -162,14 +165,14 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 	}
 	defer sink.Close()
 
-	results, err := openOutput(ctx, "results", cfg.Results.output(), src)
+	results, err := openOutput(ctx, "results", cfg.Results.output(), cfg.Source, src)
 	if err != nil {
 		return err
 	}
 	if results != nil {
 		defer results.Close()
 	}
-	deadLetters, err := openOutput(ctx, "dead_letters", cfg.DeadLetters, src)
+	deadLetters, err := openOutput(ctx, "dead_letters", cfg.DeadLetters, cfg.Source, src)
 	if err != nil {
 		return err
 	}
@@ -230,7 +233,7 @@ func sourceAckWait(src sources.Source) time.Duration {
 }
 
 // openOutput opens the results or dead-letter output; nil for kind none.
-func openOutput(ctx context.Context, section string, o outputConfig, src sources.Source) (sinks.Output, error) {
+func openOutput(ctx context.Context, section string, o outputConfig, sc sourceConfig, src sources.Source) (sinks.Output, error) {
 	switch o.Kind {
 	case outputNone:
 		return nil, nil
@@ -251,9 +254,41 @@ func openOutput(ctx context.Context, section string, o outputConfig, src sources
 			return nil, fmt.Errorf("%s: %w", section, err)
 		}
 		return out, nil
+	case outputPubSub:
+		if sc.Kind != sourcePubSub {
+			return nil, fmt.Errorf("%s.kind: %q needs source.kind %q (for the project and credentials)", section, outputPubSub, sourcePubSub)
+		}
+		var opts []option.ClientOption
+		if os.Getenv("PUBSUB_EMULATOR_HOST") == "" && sc.PubSub.CredentialsFile != "" {
+			opts = append(opts, option.WithAuthCredentialsFile(option.ServiceAccount, sc.PubSub.CredentialsFile))
+		}
+		client, err := pubsub.NewClient(ctx, sc.PubSub.Project, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: pubsub client: %w", section, err)
+		}
+		out, err := pubsubout.New(ctx, client, pubsubout.Config{Topic: o.Topic, CreateTopic: sc.PubSub.Setup})
+		if err != nil {
+			client.Close()
+			return nil, fmt.Errorf("%s: %w", section, err)
+		}
+		return &clientOutput{Output: out, client: client}, nil
 	default:
-		return nil, fmt.Errorf("%s.kind: %q is not available with source.kind %q", section, o.Kind, sourceJetStream)
+		return nil, fmt.Errorf("%s.kind: must be one of none, nats, pubsub, jsonl, got %q", section, o.Kind)
 	}
+}
+
+// clientOutput is a Pub/Sub output that owns its client.
+type clientOutput struct {
+	*pubsubout.Output
+	client *pubsub.Client
+}
+
+func (o *clientOutput) Close() error {
+	err := o.Output.Close()
+	if cerr := o.client.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // natsOutputConfig places dead letters on the source's dead-letter subject
