@@ -118,6 +118,9 @@ func serveOps(ctx context.Context, cfg opsConfig, g prometheus.Gatherer, ready f
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started
+		}
 		return fmt.Errorf("metrics.listen: %w", err)
 	}
 	if !loopbackListen(cfg.Listen) {

@@ -357,6 +357,14 @@ func TestServeOpsLifecycle(t *testing.T) {
 	}
 }
 
+func TestServeOpsCanceledBeforeStart(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := serveOps(ctx, opsConfig{Listen: "127.0.0.1:0"}, prometheus.NewRegistry(), nil, nil); err != nil {
+		t.Fatalf("serveOps on a done context: %v, want nil", err)
+	}
+}
+
 func TestServeOpsOff(t *testing.T) {
 	// "off" returns at once, even though ctx is never cancelled.
 	if err := serveOps(t.Context(), opsConfig{Listen: "off"}, prometheus.NewRegistry(), nil, nil); err != nil {
