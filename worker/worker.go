@@ -67,7 +67,7 @@ type Limiter interface {
 }
 
 // Output receives result and dead-letter records. Publish returns once the
-// record is durably accepted.
+// record is durably accepted. The key is the message id.
 type Output interface {
 	Publish(ctx context.Context, key string, data []byte) error
 }
@@ -531,7 +531,7 @@ func (w *Worker) succeed(ctx context.Context, d *delivery, resp Response, log *s
 	if w.deps.Results != nil {
 		data, err := json.Marshal(newResult(d.job, resp, w.cfg.ResultHeaders))
 		if err == nil {
-			err = w.deps.Results.Publish(sctx, d.job.ID, data)
+			err = w.deps.Results.Publish(sctx, recordKey(d.msg), data)
 		}
 		if err != nil {
 			log.Error("publishing the result failed; the job will be redelivered", "status", resp.Status, "err", err)
@@ -589,6 +589,12 @@ func (w *Worker) nakAfterOutputFailure(ctx context.Context, d *delivery, log *sl
 	w.metrics.job(OutcomeUnsettled, w.typeLabel(d.job.Type))
 }
 
+// recordKey is the output key of a message's records: its message id,
+// which names this enqueued message (the job id as published, or a
+// replay's own id), so that a record published again after a crash is
+// deduplicated while a replayed job's record is not taken for the first.
+func recordKey(m sources.Message) string { return m.ID() }
+
 // deadLetterCause is a dead-letter reason the worker decides itself.
 type deadLetterCause struct{ reason, detail string }
 
@@ -635,7 +641,7 @@ func (w *Worker) deadLetter(ctx context.Context, d *delivery, cause error) {
 	if w.deps.DeadLetters != nil {
 		data, err := json.Marshal(rec)
 		if err == nil {
-			err = w.deps.DeadLetters.Publish(sctx, rec.ID, data)
+			err = w.deps.DeadLetters.Publish(sctx, recordKey(d.msg), data)
 		}
 		if err != nil {
 			log.Error("publishing the dead letter failed; the job will be redelivered", "reason", rec.Reason, "err", err)
