@@ -363,4 +363,3 @@ func (l *Leases) applyShare() {
 		l.set.onShare(s)
 	}
 }
-

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -19,7 +20,7 @@ func TestRosterLiveness(t *testing.T) {
 		live []string
 		n    int // count with self "m.a"
 	}{
-		{0, []string{"m.a", "m.b"}, 2},     // m.b seen "in the future" of a lagging caller still counts
+		{0, []string{"m.a", "m.b"}, 2},      // m.b seen "in the future" of a lagging caller still counts
 		{14.999, []string{"m.a", "m.b"}, 2}, // just inside the TTL
 		{15, []string{"m.b"}, 2},            // m.a's last write is TTL old: gone, but self always counts
 		{19.999, []string{"m.b"}, 2},
@@ -203,7 +204,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	err := Config{Bucket: "a.b", TTL: 10 * time.Millisecond, Refresh: time.Hour, Partitions: -1}.Validate()
 	for _, want := range []string{"cluster: bucket:", "cluster: ttl:", "cluster: refresh:", "cluster: partitions:"} {
-		if err == nil || !contains(err.Error(), want) {
+		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %q", err, want)
 		}
 	}
@@ -215,5 +216,3 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("defaults: %+v", c)
 	}
 }
-
-func contains(s, sub string) bool { return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)) }
