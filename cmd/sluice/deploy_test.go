@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/worker"
@@ -89,6 +90,9 @@ func exportedMetrics(t *testing.T) map[string]*exportedMetric {
 	r := &recordingRegisterer{reg: prometheus.NewRegistry(), metrics: map[string]*exportedMetric{}}
 	limiter.NewMetrics(r)
 	if _, err := worker.NewMetrics(r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.NewMetrics(r); err != nil {
 		t.Fatal(err)
 	}
 	src := statsOnlySource{&fakeStats{st: sources.Stats{DeadLetters: 1}}}
@@ -553,5 +557,21 @@ func TestDashboardPromQL(t *testing.T) {
 	out, err := exec.Command(tool, "check", "rules", f).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool rejects a dashboard or KEDA query: %v\n%s", err, out)
+	}
+}
+
+// TestOperationsDocNamesExported checks docs/operations.md against the metric
+// structs, including the metrics of modes the scrape test does not run.
+func TestOperationsDocNamesExported(t *testing.T) {
+	exported := exportedMetrics(t)
+	for name := range documentedMetrics(t) {
+		if exported[name] == nil {
+			t.Errorf("docs/operations.md documents %s, which no metric struct registers", name)
+		}
+	}
+	for name := range exported {
+		if _, ok := documentedMetrics(t)[name]; strings.HasPrefix(name, "sluice_") && !ok {
+			t.Errorf("%s is registered but not documented in docs/operations.md", name)
+		}
 	}
 }
