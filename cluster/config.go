@@ -32,7 +32,7 @@ type Config struct {
 	// TTL is gone. Default 15s, at least 1s.
 	TTL time.Duration
 	// Refresh is how often the heartbeat and the leases are written;
-	// default TTL/3, at most TTL/2.
+	// default TTL/3, which is also the most.
 	Refresh time.Duration
 	// Partitions is the number of capacity partitions of the budget, each
 	// worth 1/Partitions of it (leases only). Default 16.
@@ -55,8 +55,8 @@ func (c Config) Validate() error {
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
-	if c.Refresh < 0 || c.Refresh > ttl/2 {
-		errs = append(errs, fmt.Errorf("cluster: refresh: must be in (0, ttl/2 = %v], got %v", ttl/2, c.Refresh))
+	if c.Refresh < 0 || c.Refresh > ttl/3 {
+		errs = append(errs, fmt.Errorf("cluster: refresh: must be in (0, ttl/3 = %v], got %v", ttl/3, c.Refresh))
 	}
 	if c.Partitions < 0 || c.Partitions > MaxPartitions {
 		errs = append(errs, fmt.Errorf("cluster: partitions: must be between 1 and %d, got %d", MaxPartitions, c.Partitions))

@@ -27,10 +27,12 @@
 // deletes the key, so the others see N−1 at once; a killed worker drops out
 // TTL after its last heartbeat.
 //
-// While a worker cannot write its heartbeat (NATS unreachable), its view
-// is frozen: keys do not age, so N keeps its last value, and ages resume
-// when a heartbeat succeeds again. The count never falls to 1 because
-// nobody can be heard.
+// A worker hears the others only through its watch, and its own heartbeat
+// coming back through the watch proves that the watch works. When that
+// echo is half a refresh overdue (NATS unreachable, or a watch recovering
+// from a server restart), keys stop ageing, so N keeps its last value; when
+// the echo is back, the deaf time does not count towards any key's age.
+// The count never falls to 1 because nobody can be heard.
 //
 // # Leases: capacity partitions
 //

@@ -51,12 +51,13 @@ func NewLeases(ctx context.Context, m *Membership, opts ...Option) (*Leases, err
 		kv:    m.kv,
 		cfg:   m.cfg,
 		set:   newSettings(opts),
-		view:  newRoster[leaseValue](m.cfg.TTL),
+		view:  newRoster[leaseValue](m.cfg.TTL, "", 0),
 		held:  map[int]leaseState{},
 		share: -1,
 	}
+	m.report(0, IdleShare)
 	l.applyShare()
-	w, err := l.kv.Watch(ctx, leasePrefix+">")
+	w, err := l.kv.Watch(context.WithoutCancel(ctx), leasePrefix+">")
 	if err != nil {
 		return nil, fmt.Errorf("cluster: watch leases in bucket %q: %w", l.cfg.Bucket, err)
 	}
@@ -273,10 +274,7 @@ func (l *Leases) renew(ctx context.Context, now time.Time) {
 		}
 	}
 	if failed {
-		l.view.freeze(now)
 		l.lastRenew = now.Add(-l.cfg.Refresh * 3 / 4) // retry soon
-	} else {
-		l.view.thaw(time.Now())
 	}
 	if lost {
 		l.applyShare()
@@ -354,12 +352,13 @@ func (l *Leases) applyShare() {
 	l.snapshot = ps
 	l.mu.Unlock()
 	l.set.metrics.setLeases(len(ps))
-	s := shareOf(len(ps), l.cfg.Partitions)
-	if s == l.share {
-		return
+	if s := shareOf(len(ps), l.cfg.Partitions); s != l.share {
+		l.share = s
+		if l.set.onShare != nil {
+			l.set.onShare(s)
+		}
 	}
-	l.share = s
-	if l.set.onShare != nil {
-		l.set.onShare(s)
+	if l.set.onHeld != nil {
+		l.set.onHeld(ps)
 	}
 }

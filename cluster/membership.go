@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,6 +49,7 @@ type Membership struct {
 	n         int
 	share     float64
 	leases    int
+	leased    bool // a Leases reports the share; else it is 1/n
 	nextWrite time.Time
 	changed   chan struct{} // kicked when n changes; read by Leases
 }
@@ -67,13 +69,14 @@ func Join(ctx context.Context, js jetstream.JetStream, cfg Config, opts ...Optio
 	}
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
+	key := memberPrefix + keyPart(cfg.ID) + "-" + hex.EncodeToString(suffix[:])
 	m := &Membership{
 		cfg:     cfg,
 		kv:      kv,
-		key:     memberPrefix + keyPart(cfg.ID) + "-" + hex.EncodeToString(suffix[:]),
+		key:     key,
 		started: time.Now(),
 		set:     newSettings(opts),
-		roster:  newRoster[Member](cfg.TTL),
+		roster:  newRoster[Member](cfg.TTL, key, cfg.Refresh*3/2),
 		n:       1,
 		share:   1,
 		changed: make(chan struct{}, 1),
@@ -82,7 +85,7 @@ func Join(ctx context.Context, js jetstream.JetStream, cfg Config, opts ...Optio
 	if err := m.write(ctx, now); err != nil {
 		return nil, err
 	}
-	w, err := kv.Watch(ctx, memberPrefix+">")
+	w, err := kv.Watch(context.WithoutCancel(ctx), memberPrefix+">") // the watch lives as long as Run
 	if err != nil {
 		m.leave()
 		return nil, fmt.Errorf("cluster: watch bucket %q: %w", cfg.Bucket, err)
@@ -182,17 +185,41 @@ func (m *Membership) liveKeys(now time.Time) []string {
 	return keys
 }
 
+// Budget returns the budget the other live members have found, in units
+// per minute for the whole budget: the median over them of rate / share,
+// from their last heartbeats. A worker that joins late starts its limiter
+// there (as its initial rate) instead of at the configured initial rate,
+// so that scaling out keeps the total the others found. False when no
+// other member has reported a rate.
+func (m *Membership) Budget() (float64, bool) {
+	var est []float64
+	for _, v := range m.Members() {
+		if v.Key != m.key && v.Rate > 0 && v.Share > 0 {
+			est = append(est, v.Rate/v.Share)
+		}
+	}
+	if len(est) == 0 {
+		return 0, false
+	}
+	slices.Sort(est)
+	if len(est)%2 == 1 {
+		return est[len(est)/2], true
+	}
+	return (est[len(est)/2-1] + est[len(est)/2]) / 2, true
+}
+
 // report sets what the heartbeat says of the leases (Leases calls it).
 func (m *Membership) report(leases int, share float64) {
 	m.mu.Lock()
-	m.leases, m.share = leases, share
+	m.leases, m.share, m.leased = leases, share, true
 	m.mu.Unlock()
 }
 
 // Run refreshes the heartbeat every Config.Refresh, follows the bucket and
 // reports N on every change, until ctx ends; then it deletes the heartbeat
 // at once and returns nil. A failed refresh is retried; while refreshes
-// fail, N stays where it was (see the package documentation). Run returns
+// fail (or the watch stalls), N stays where it was (see the package
+// documentation). Run returns
 // an error only if the watch ends (the connection was closed).
 func (m *Membership) Run(ctx context.Context) error {
 	defer m.leave()
@@ -244,8 +271,8 @@ func (m *Membership) wake(now time.Time) time.Time {
 // opTimeout bounds one KV operation.
 func (c Config) opTimeout() time.Duration { return max(c.Refresh/2, 100*time.Millisecond) }
 
-// write writes the heartbeat at now. A failure freezes the roster's ages
-// and schedules a retry; a success thaws them.
+// write writes the heartbeat at now. A failure schedules a retry; the
+// roster notices the missing echo by itself.
 func (m *Membership) write(ctx context.Context, now time.Time) error {
 	rate := 0.0
 	if m.set.rate != nil {
@@ -264,11 +291,9 @@ func (m *Membership) write(ctx context.Context, now time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
-		m.roster.freeze(now)
 		m.nextWrite = now.Add(max(m.cfg.Refresh/4, 50*time.Millisecond))
 		return fmt.Errorf("cluster: heartbeat in bucket %q: %w", m.cfg.Bucket, err)
 	}
-	m.roster.thaw(time.Now())
 	m.nextWrite = now.Add(m.cfg.Refresh)
 	return nil
 }
@@ -297,6 +322,9 @@ func (m *Membership) recount(now time.Time, force bool) {
 	n := count(m.roster, m.key, now)
 	changed := n != m.n
 	m.n = n
+	if !m.leased {
+		m.share = 1 / float64(n)
+	}
 	m.mu.Unlock()
 	if !changed && !force {
 		return

@@ -11,6 +11,7 @@ type settings struct {
 	rate    func() float64
 	onCount func(int)
 	onShare func(float64)
+	onHeld  func([]int) // tests: the partitions held, after every change
 }
 
 func newSettings(opts []Option) settings {

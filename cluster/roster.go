@@ -17,15 +17,22 @@ import (
 // being live here at the same time as the server drops it; a delete marker
 // (a clean leave, a released lease) removes it at once.
 //
-// Outages. While this member cannot reach the server (freeze), it hears
-// nothing, so keys do not age: the time between freeze and thaw does not
-// count towards any key's age. Without this, every other member would
-// expire during an outage and the count would fall to 1, which would give
-// this member the whole budget exactly when nobody can coordinate.
+// Deafness. A member hears the others only through its watch, and the
+// watch can stall while NATS is unreachable or while it recovers from a
+// server restart. The member's own heartbeat, written every refresh, is the
+// proof that the watch works: when its echo is more than hold overdue, the
+// roster stops the clock (ages are measured at the instant it fell silent),
+// and when the echo comes back the time it was deaf does not count towards
+// any key's age. Without this, every other member would expire during an
+// outage and the count would fall to 1, giving this member the whole budget
+// exactly when nobody can coordinate. A roster without a self key (the
+// leases' view) never stops its clock.
 type roster[V any] struct {
-	ttl     time.Duration
-	entries map[string]rosterEntry[V]
-	frozen  time.Time // when the outage began; zero when healthy
+	ttl      time.Duration
+	entries  map[string]rosterEntry[V]
+	self     string        // this member's own key, whose echo proves the watch
+	hold     time.Duration // how overdue the echo may be before the clock stops
+	selfSeen time.Time     // when the latest echo was seen; zero before the first
 }
 
 type rosterEntry[V any] struct {
@@ -34,50 +41,28 @@ type rosterEntry[V any] struct {
 	seen  time.Time // when the latest write was received (local clock)
 }
 
-func newRoster[V any](ttl time.Duration) *roster[V] {
-	return &roster[V]{ttl: ttl, entries: map[string]rosterEntry[V]{}}
+// newRoster returns a roster whose clock stops when self's echo is more
+// than hold late (never, if self is empty).
+func newRoster[V any](ttl time.Duration, self string, hold time.Duration) *roster[V] {
+	return &roster[V]{ttl: ttl, entries: map[string]rosterEntry[V]{}, self: self, hold: hold}
 }
 
-// put records a write of key seen at.
+// put records a write of key seen at. The echo of self's own write after a
+// silence restarts the clock: every entry's age resumes where it stopped.
 func (r *roster[V]) put(key string, rev uint64, v V, at time.Time) {
+	if key == r.self && r.self != "" {
+		if !r.selfSeen.IsZero() {
+			if stopped := r.selfSeen.Add(r.hold); at.After(stopped) {
+				r.shift(at.Sub(stopped), at)
+			}
+		}
+		r.selfSeen = at
+	}
 	r.entries[key] = rosterEntry[V]{value: v, rev: rev, seen: at}
 }
 
-// remove records a delete (or purge) of key.
-func (r *roster[V]) remove(key string) { delete(r.entries, key) }
-
-// asOf is the instant at which ages are measured: now, or the start of the
-// current outage.
-func (r *roster[V]) asOf(now time.Time) time.Time {
-	if !r.frozen.IsZero() && r.frozen.Before(now) {
-		return r.frozen
-	}
-	return now
-}
-
-// isLive reports whether an entry seen at seen is live at now.
-func (r *roster[V]) isLive(seen, now time.Time) bool {
-	return r.asOf(now).Sub(seen) < r.ttl
-}
-
-// freeze marks the start of an outage at at; a second freeze keeps the
-// first instant.
-func (r *roster[V]) freeze(at time.Time) {
-	if r.frozen.IsZero() {
-		r.frozen = at
-	}
-}
-
-// thaw ends an outage at now: every entry's age resumes where it stopped.
-func (r *roster[V]) thaw(now time.Time) {
-	if r.frozen.IsZero() {
-		return
-	}
-	gap := now.Sub(r.frozen)
-	r.frozen = time.Time{}
-	if gap <= 0 {
-		return
-	}
+// shift makes every entry gap younger, but none younger than now.
+func (r *roster[V]) shift(gap time.Duration, now time.Time) {
 	for k, e := range r.entries {
 		e.seen = e.seen.Add(gap)
 		if e.seen.After(now) {
@@ -85,6 +70,32 @@ func (r *roster[V]) thaw(now time.Time) {
 		}
 		r.entries[k] = e
 	}
+}
+
+// remove records a delete (or purge) of key.
+func (r *roster[V]) remove(key string) { delete(r.entries, key) }
+
+// deaf reports whether the clock is stopped at now, and since when.
+func (r *roster[V]) deaf(now time.Time) (time.Time, bool) {
+	if r.self == "" || r.selfSeen.IsZero() {
+		return time.Time{}, false
+	}
+	stopped := r.selfSeen.Add(r.hold)
+	return stopped, now.After(stopped)
+}
+
+// asOf is the instant at which ages are measured: now, or the instant the
+// watch fell silent.
+func (r *roster[V]) asOf(now time.Time) time.Time {
+	if stopped, ok := r.deaf(now); ok {
+		return stopped
+	}
+	return now
+}
+
+// isLive reports whether an entry seen at seen is live at now.
+func (r *roster[V]) isLive(seen, now time.Time) bool {
+	return r.asOf(now).Sub(seen) < r.ttl
 }
 
 // prune forgets the entries that are no longer live at now.
@@ -118,9 +129,10 @@ func (r *roster[V]) get(key string, now time.Time) (rosterEntry[V], bool) {
 }
 
 // nextExpiry returns the earliest instant after now at which a live entry
-// stops being live, or false if none will (no entries, or frozen).
+// stops being live, or false if none will (no entries, or the clock is
+// stopped).
 func (r *roster[V]) nextExpiry(now time.Time) (time.Time, bool) {
-	if !r.frozen.IsZero() {
+	if _, ok := r.deaf(now); ok {
 		return time.Time{}, false
 	}
 	var next time.Time

@@ -12,7 +12,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 
 func TestRosterLiveness(t *testing.T) {
-	r := newRoster[int](15 * time.Second)
+	r := newRoster[int](15*time.Second, "", 0)
 	r.put("m.a", 1, 0, at(0))
 	r.put("m.b", 2, 0, at(5))
 	steps := []struct {
@@ -45,7 +45,7 @@ func TestRosterLiveness(t *testing.T) {
 }
 
 func TestRosterNextExpiry(t *testing.T) {
-	r := newRoster[int](10 * time.Second)
+	r := newRoster[int](10*time.Second, "", 0)
 	if _, ok := r.nextExpiry(at(0)); ok {
 		t.Error("empty roster has an expiry")
 	}
@@ -63,38 +63,51 @@ func TestRosterNextExpiry(t *testing.T) {
 	}
 }
 
-// During an outage keys do not age; after it their ages resume where they
-// stopped.
-func TestRosterFreeze(t *testing.T) {
-	r := newRoster[int](15 * time.Second)
-	r.put("m.a", 1, 0, at(0))
-	r.put("m.b", 1, 0, at(10))
-	r.freeze(at(12))
-	r.freeze(at(13)) // a second failure keeps the first instant
-	if _, ok := r.nextExpiry(at(20)); ok {
-		t.Error("a frozen roster schedules an expiry")
+// When this member's own echo is overdue, keys stop ageing; when it comes
+// back, the deaf time does not count.
+func TestRosterDeaf(t *testing.T) {
+	// TTL 15 s, refresh 5 s: the clock stops 7.5 s after the last echo.
+	r := newRoster[int](15*time.Second, "m.self", 7500*time.Millisecond)
+	r.put("m.self", 1, 0, at(0))
+	r.put("m.a", 1, 0, at(1))
+	r.put("m.b", 1, 0, at(5))
+	if got, ok := r.nextExpiry(at(7)); !ok || !got.Equal(at(15)) {
+		t.Errorf("nextExpiry(7) = %v %v, want 15 (m.self)", got.Sub(t0), ok)
 	}
-	for _, s := range []float64{14, 30, 100} {
+	// No echo after 0: the clock stops at 7.5.
+	if _, ok := r.nextExpiry(at(8)); ok {
+		t.Error("a deaf roster schedules an expiry")
+	}
+	for _, s := range []float64{7.5, 16, 30, 100} {
 		if got := count(r, "m.self", at(s)); got != 3 {
-			t.Errorf("frozen at 12, count at %v = %d, want 3", s, got)
+			t.Errorf("deaf since 7.5, count at %v = %d, want 3", s, got)
 		}
 	}
-	r.thaw(at(100)) // 88 s of outage: m.a is now 12 s old, m.b 2 s
-	if got := count(r, "m.self", at(102.999)); got != 3 {
-		t.Errorf("count at 102.999 = %d, want 3", got)
+	// The echo is back at 100: 92.5 s of deafness do not count. m.a was
+	// 6.5 s old when the clock stopped, m.b 2.5 s.
+	r.put("m.self", 2, 0, at(100))
+	r.put("m.self", 2, 0, at(104))
+	for _, c := range []struct {
+		now  float64
+		want int
+	}{{108.499, 3}, {108.5, 2}, {112.499, 2}, {112.5, 1}} {
+		r.put("m.self", 3, 0, at(c.now)) // echoes keep coming, less than 7.5 s apart
+		if got := count(r, "m.self", at(c.now)); got != c.want {
+			t.Errorf("count at %v = %d, want %d", c.now, got, c.want)
+		}
 	}
-	if got := count(r, "m.self", at(103)); got != 2 {
-		t.Errorf("count at 103 = %d, want 2 (m.a's 15 s are up)", got)
+	// An entry heard while deaf (before the echo) is not pushed into the
+	// future.
+	r.put("m.c", 1, 0, at(125))
+	r.put("m.self", 4, 0, at(126)) // 6 s after 112.5 + 7.5
+	if e := r.entries["m.c"]; !e.seen.Equal(at(126)) {
+		t.Errorf("m.c seen at %v, want 126", e.seen.Sub(t0))
 	}
-	if got, ok := r.nextExpiry(at(103)); !ok || !got.Equal(at(113)) {
-		t.Errorf("nextExpiry(103) = %v, want 113", got.Sub(t0))
-	}
-	// An entry written during the outage is not pushed into the future.
-	r.freeze(at(110))
-	r.put("m.c", 1, 0, at(111))
-	r.thaw(at(115))
-	if e := r.entries["m.c"]; !e.seen.Equal(at(115)) {
-		t.Errorf("m.c seen at %v after thaw, want 115", e.seen.Sub(t0))
+	// A roster without a self key never stops.
+	plain := newRoster[int](15*time.Second, "", 0)
+	plain.put("m.a", 1, 0, at(0))
+	if got := plain.live(at(15)); len(got) != 0 {
+		t.Errorf("plain roster at 15: %v", got)
 	}
 }
 
@@ -203,6 +216,9 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("minimal config: %v", err)
 	}
 	err := Config{Bucket: "a.b", TTL: 10 * time.Millisecond, Refresh: time.Hour, Partitions: -1}.Validate()
+	if err := (Config{Bucket: "b", TTL: 3 * time.Second, Refresh: 1001 * time.Millisecond}).Validate(); err == nil {
+		t.Error("refresh above ttl/3 accepted")
+	}
 	for _, want := range []string{"cluster: bucket:", "cluster: ttl:", "cluster: refresh:", "cluster: partitions:"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %q", err, want)
