@@ -641,6 +641,9 @@ func (w *Worker) deadLetter(ctx context.Context, d *delivery, cause error) {
 	if w.deps.DeadLetters != nil {
 		data, err := json.Marshal(rec)
 		if err == nil {
+			data, err = fitRecord(w.deps.DeadLetters, recordKey(d.msg), &rec, d.msg.Data(), data)
+		}
+		if err == nil {
 			err = w.deps.DeadLetters.Publish(sctx, recordKey(d.msg), data)
 		}
 		if err != nil {

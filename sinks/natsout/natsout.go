@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -168,6 +169,21 @@ func subjectMatches(pattern, subject string) bool {
 		}
 	}
 	return len(pt) == len(st)
+}
+
+// MaxRecordBytes is the largest record the server takes under key: its
+// max_payload less the headers Publish adds. The worker cuts dead-letter
+// records to fit.
+func (o *Output) MaxRecordBytes(key string) int {
+	nc := o.js.Conn()
+	if nc == nil || nc.MaxPayload() <= 0 {
+		return math.MaxInt
+	}
+	headers := len("NATS/1.0\r\n\r\n") +
+		len(KeyHeader+": \r\n") + len(key) +
+		len(jetstream.MsgIDHeader+": :\r\n") + len(o.cfg.Subject) + len(key) +
+		len(jetstream.ExpectedStreamHeader+": \r\n") + len(o.cfg.Stream)
+	return int(nc.MaxPayload()) - headers
 }
 
 // Publish publishes data and returns once the stream has acknowledged it

@@ -1,0 +1,82 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// limitedOutput refuses nothing itself; it only declares a record limit.
+type limitedOutput struct{ max int }
+
+func (limitedOutput) Publish(context.Context, string, []byte) error { return nil }
+func (o limitedOutput) MaxRecordBytes(string) int                   { return o.max }
+
+type plainOutput struct{}
+
+func (plainOutput) Publish(context.Context, string, []byte) error { return nil }
+
+// A dead-letter record larger than its output takes is cut to fit, its
+// payload a prefix of the message's (kept as text when it is text), and
+// marked truncated; a record that fits, or an output without a limit,
+// keeps the record as it is.
+func TestFitRecord(t *testing.T) {
+	cases := []struct {
+		name    string
+		payload []byte
+		max     int
+		base64  bool
+	}{
+		{"ascii", []byte(`{"body":"` + strings.Repeat("x", 10000)), 4000, false},
+		{"escaped quotes", []byte(`{"body":"` + strings.Repeat(`\"`, 5000)), 3000, false},
+		{"multi-byte runes", []byte(strings.Repeat("é€😀", 2000)), 5001, false},
+		{"binary", bytes.Repeat([]byte{0xff, 0x00, 0x80}, 3000), 2500, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := DeadLetter{ID: "j1", Reason: ReasonBadJSON, Detail: "syntax error", Headers: map[string]string{"Nats-Msg-Id": "j1"}}
+			rec.setPayload(tc.payload, len(tc.payload))
+			whole, _ := json.Marshal(rec)
+			if len(whole) <= tc.max {
+				t.Fatalf("test record already fits: %d <= %d", len(whole), tc.max)
+			}
+			data, err := fitRecord(limitedOutput{tc.max}, "j1", &rec, tc.payload, whole)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(data) > tc.max {
+				t.Fatalf("record is %d bytes, max %d", len(data), tc.max)
+			}
+			var got DeadLetter
+			if err := json.Unmarshal(data, &got); err != nil {
+				t.Fatal(err)
+			}
+			p, err := got.Data()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.PayloadTruncated || len(p) == 0 || !bytes.HasPrefix(tc.payload, p) {
+				t.Errorf("payload %d bytes (truncated %v), want a non-empty prefix", len(p), got.PayloadTruncated)
+			}
+			if (got.PayloadBase64 != "") != tc.base64 {
+				t.Errorf("base64 = %v, want %v", got.PayloadBase64 != "", tc.base64)
+			}
+			if len(data) < tc.max/2 {
+				t.Errorf("record cut to %d bytes, far below the %d the output takes", len(data), tc.max)
+			}
+		})
+	}
+
+	rec := DeadLetter{ID: "j2", Reason: ReasonBadJSON}
+	payload := []byte(strings.Repeat("y", 5000))
+	rec.setPayload(payload, len(payload))
+	whole, _ := json.Marshal(rec)
+	for name, out := range map[string]Output{"no limit": plainOutput{}, "fits": limitedOutput{len(whole)}} {
+		data, err := fitRecord(out, "j2", &rec, payload, whole)
+		if err != nil || !bytes.Equal(data, whole) || rec.PayloadTruncated {
+			t.Errorf("%s: record changed (%d bytes, truncated %v, err %v)", name, len(data), rec.PayloadTruncated, err)
+		}
+	}
+}
