@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -39,7 +40,8 @@ type Proxy struct {
 
 	Forwarded atomic.Int64 // calls forwarded
 	Failed    atomic.Int64 // calls answered 500
-	Hung      atomic.Int64 // calls held until the caller gave up
+	Hung      atomic.Int64 // calls held without an answer
+	GaveUp    atomic.Int64 // held calls the caller gave up on (its timeout)
 }
 
 // NewProxy listens on a free loopback port and forwards to target.
@@ -84,9 +86,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "injected failure", http.StatusInternalServerError)
 		return
 	case Hang:
+		// Read the call whole, so that the server notices when the
+		// caller gives up and closes the connection.
+		_, _ = io.Copy(io.Discard, r.Body)
+		p.Hung.Add(1)
 		select {
 		case <-r.Context().Done():
-			p.Hung.Add(1)
+			p.GaveUp.Add(1)
 		case <-p.closing:
 		}
 		return

@@ -322,15 +322,18 @@ func (e *env) publishChunk(jobs []job) error {
 	return nil
 }
 
-// streamLeader is the server name of the job stream's leader, or "".
-func (e *env) streamLeader() string {
+// leaders are the server names of the job stream's leader and of the
+// consumer's leader ("" when unknown).
+func (e *env) leaders() (streamLeader, consumerLeader string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	st, err := e.js.Stream(ctx, stream)
-	if err != nil || st.CachedInfo().Cluster == nil {
-		return ""
+	if st, err := e.js.Stream(ctx, stream); err == nil && st.CachedInfo().Cluster != nil {
+		streamLeader = st.CachedInfo().Cluster.Leader
 	}
-	return st.CachedInfo().Cluster.Leader
+	if c, err := e.js.Consumer(ctx, stream, consumer); err == nil && c.CachedInfo().Cluster != nil {
+		consumerLeader = c.CachedInfo().Cluster.Leader
+	}
+	return streamLeader, consumerLeader
 }
 
 // startTarget starts `sluice testserver` with a quota it never reaches,
