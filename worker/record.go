@@ -76,6 +76,9 @@ type Result struct {
 	// BodyBase64 holds it.
 	Body       string `json:"body,omitempty"`
 	BodyBase64 string `json:"body_base64,omitempty"`
+	// BodyTruncated says the body was cut for the record to fit its
+	// output (a NATS server's max_payload).
+	BodyTruncated bool `json:"body_truncated,omitempty"`
 }
 
 func newResult(job Job, resp Response, names []string) Result {

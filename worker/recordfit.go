@@ -8,8 +8,10 @@ import (
 
 // RecordLimiter is implemented by outputs that refuse a record over a size
 // (a NATS server's max_payload). The worker cuts the payload of a
-// dead-letter record to fit (PayloadTruncated), so that a record too large
-// for its output does not keep its job redelivered for ever.
+// dead-letter record (PayloadTruncated) or the body of a result record
+// (BodyTruncated) to fit, so that a record too large for its output does
+// not keep its job redelivered (and, for a result, the target called
+// again) for ever.
 type RecordLimiter interface {
 	// MaxRecordBytes is the largest record the output takes under key.
 	MaxRecordBytes(key string) int
@@ -25,49 +27,98 @@ func fitRecord(out Output, key string, rec *DeadLetter, payload, data []byte) ([
 	if !ok {
 		return data, nil
 	}
-	limit := len(rec.Payload)
-	if rec.PayloadBase64 != "" {
-		limit = base64.StdEncoding.DecodedLen(len(rec.PayloadBase64))
-	}
-	limit = min(limit, len(payload))
 	maxBytes := lim.MaxRecordBytes(key)
 	if len(data) <= maxBytes {
 		return data, nil
 	}
-	text := utf8.Valid(payload)
-	encode := func(n int) (DeadLetter, []byte, error) {
-		for text && n > 0 && n < len(payload) && !utf8.RuneStart(payload[n]) {
-			n-- // keep text as text: a cut rune would make it base64
-		}
+	kept := len(rec.Payload)
+	if rec.PayloadBase64 != "" {
+		kept = base64.StdEncoding.DecodedLen(len(rec.PayloadBase64))
+	}
+	best := *rec
+	fit, err := longestFit(payload, min(kept, len(payload)), maxBytes, func(n int) ([]byte, error) {
 		r := *rec
 		r.Payload, r.PayloadBase64 = "", ""
 		r.setPayload(payload, n)
 		r.PayloadTruncated = true
 		b, err := json.Marshal(r)
-		return r, b, err
+		if err == nil && len(b) <= maxBytes {
+			best = r
+		}
+		return b, err
+	})
+	if err != nil || fit == nil {
+		return data, err
 	}
-	// The longest prefix whose record fits: the encoding of a payload
-	// grows with its length by a factor that depends on its bytes
-	// (escapes, base64), so search for it.
-	bestRec, best, err := encode(0)
+	*rec = best
+	return fit, nil
+}
+
+// fitResult is fitRecord for a result record: it cuts the response body.
+func fitResult(out Output, key string, res *Result, body, data []byte) ([]byte, error) {
+	lim, ok := out.(RecordLimiter)
+	if !ok {
+		return data, nil
+	}
+	maxBytes := lim.MaxRecordBytes(key)
+	if len(data) <= maxBytes {
+		return data, nil
+	}
+	best := *res
+	fit, err := longestFit(body, len(body), maxBytes, func(n int) ([]byte, error) {
+		r := *res
+		r.Body, r.BodyBase64 = "", ""
+		if b := body[:n]; utf8.Valid(b) {
+			r.Body = string(b)
+		} else {
+			r.BodyBase64 = base64.StdEncoding.EncodeToString(b)
+		}
+		r.BodyTruncated = true
+		b, err := json.Marshal(r)
+		if err == nil && len(b) <= maxBytes {
+			best = r
+		}
+		return b, err
+	})
+	if err != nil || fit == nil {
+		return data, err
+	}
+	*res = best
+	return fit, nil
+}
+
+// longestFit finds the longest prefix of p, at most limit bytes, whose
+// record encode(n) is at most maxBytes, and returns that record; nil when
+// not even the empty prefix fits. A prefix of valid UTF-8 ends on a rune
+// boundary, so that text stays text. The encoding of a prefix grows with
+// its length by a factor that depends on its bytes (escapes, base64), so
+// it searches.
+func longestFit(p []byte, limit, maxBytes int, encode func(n int) ([]byte, error)) ([]byte, error) {
+	text := utf8.Valid(p)
+	at := func(n int) int {
+		for text && n > 0 && n < len(p) && !utf8.RuneStart(p[n]) {
+			n--
+		}
+		return n
+	}
+	best, err := encode(0)
 	if err != nil {
 		return nil, err
 	}
 	if len(best) > maxBytes {
-		return data, nil // does not fit even without a payload
+		return nil, nil
 	}
 	for lo, hi := 1, limit-1; lo <= hi; {
 		mid := lo + (hi-lo)/2
-		r, b, err := encode(mid)
+		b, err := encode(at(mid))
 		if err != nil {
 			return nil, err
 		}
 		if len(b) <= maxBytes {
-			bestRec, best, lo = r, b, mid+1
+			best, lo = b, mid+1
 		} else {
 			hi = mid - 1
 		}
 	}
-	*rec = bestRec
 	return best, nil
 }

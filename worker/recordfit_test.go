@@ -3,9 +3,11 @@ package worker
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // limitedOutput refuses nothing itself; it only declares a record limit.
@@ -77,6 +79,38 @@ func TestFitRecord(t *testing.T) {
 		data, err := fitRecord(out, "j2", &rec, payload, whole)
 		if err != nil || !bytes.Equal(data, whole) || rec.PayloadTruncated {
 			t.Errorf("%s: record changed (%d bytes, truncated %v, err %v)", name, len(data), rec.PayloadTruncated, err)
+		}
+	}
+}
+
+// A result record larger than its output takes keeps a prefix of the body,
+// marked truncated.
+func TestFitResult(t *testing.T) {
+	for name, body := range map[string][]byte{
+		"text":   []byte(strings.Repeat(`{"k":"v\n"}`, 2000)),
+		"binary": bytes.Repeat([]byte{0xfe, 0x01}, 5000),
+	} {
+		res := Result{ID: "j1", Type: "t", Status: 200}
+		res.Body = string(body)
+		if !utf8.Valid(body) {
+			res.Body, res.BodyBase64 = "", base64.StdEncoding.EncodeToString(body)
+		}
+		whole, _ := json.Marshal(res)
+		const max = 3000
+		data, err := fitResult(limitedOutput{max}, "j1", &res, body, whole)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Result
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatal(err)
+		}
+		b := []byte(got.Body)
+		if got.BodyBase64 != "" {
+			b, _ = base64.StdEncoding.DecodeString(got.BodyBase64)
+		}
+		if len(data) > max || len(data) < max/2 || !got.BodyTruncated || len(b) == 0 || !bytes.HasPrefix(body, b) || got.ID != "j1" {
+			t.Errorf("%s: %d-byte record, truncated %v, body %d bytes", name, len(data), got.BodyTruncated, len(b))
 		}
 	}
 }

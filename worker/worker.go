@@ -529,7 +529,11 @@ func (w *Worker) succeed(ctx context.Context, d *delivery, resp Response, log *s
 	sctx, cancel := w.settleCtx(ctx)
 	defer cancel()
 	if w.deps.Results != nil {
-		data, err := json.Marshal(newResult(d.job, resp, w.cfg.ResultHeaders))
+		res := newResult(d.job, resp, w.cfg.ResultHeaders)
+		data, err := json.Marshal(res)
+		if err == nil {
+			data, err = fitResult(w.deps.Results, recordKey(d.msg), &res, resp.Body, data)
+		}
 		if err == nil {
 			err = w.deps.Results.Publish(sctx, recordKey(d.msg), data)
 		}

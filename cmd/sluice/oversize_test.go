@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -102,5 +104,45 @@ func TestRunDeadLetterLargerThanMaxPayload(t *testing.T) {
 		if !rec.PayloadTruncated || !bytes.HasPrefix(payload, data) || len(data) == 0 {
 			t.Errorf("%s: record payload %d bytes (truncated %v), want a prefix of the %d-byte payload", id, len(data), rec.PayloadTruncated, len(payload))
 		}
+	}
+}
+
+// A success whose result record would be larger than the server takes (a
+// response body at max_response_bytes) is acked once with its body cut to
+// fit, rather than refused again and again while the target is called on
+// every redelivery.
+func TestRunResultLargerThanMaxPayload(t *testing.T) {
+	natsURL := startNATS(t) // max_payload 1 MiB
+	api := newAPILog()
+	api.answers["big"] = func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Write(bytes.Repeat([]byte("r"), 1<<20))
+	}
+	target := httptest.NewServer(api)
+	defer target.Close()
+	cfg := e2eConfig(t, natsURL, target.URL)
+	cfg.Results.Kind = outputNATS
+	cfg = mustValid(t, cfg)
+	q := client(t, cfg)
+	enqueueJob(t, q, "big", map[string]any{"headers": map[string]string{"X-Job": "big"}})
+	r := startRun(t, cfg, nil)
+	eventually(t, "the queue to drain", func() bool { return drained(t, q) || api.count("big") > 3 })
+	r.stop(t)
+	if n := api.count("big"); n != 1 {
+		t.Fatalf("the target was called %d times for one job, want 1", n)
+	}
+	st, err := q.JetStream().Stream(t.Context(), cfg.Source.JetStream.Stream+"_RESULTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetMsg(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res worker.Result
+	if err := json.Unmarshal(m.Data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.ID != "big" || res.Status != 200 || len(res.Body) < 1<<19 || strings.Trim(res.Body, "r") != "" {
+		t.Errorf("result %s: status %d, body %d bytes", res.ID, res.Status, len(res.Body))
 	}
 }
