@@ -580,3 +580,70 @@ func TestCheckerRefusesBeforeWaiting(t *testing.T) {
 		}
 	})
 }
+
+func TestConfigValidate(t *testing.T) {
+	bad := map[string]Config{
+		"max_in_flight":  {MaxInFlight: -1},
+		"max_attempts":   {MaxAttempts: -2},
+		"backoff.cap":    {BackoffBase: 10 * time.Second, BackoffCap: time.Second},
+		"ack_wait":       {AckWait: -time.Second},
+		"result_headers": {ResultHeaders: []string{"X Bad"}},
+		"jobs.envelope":  {Jobs: JobsConfig{Envelope: "xml"}},
+	}
+	for field, c := range bad {
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("Validate(%+v) = %v, want an error naming %s", c, err, field)
+		}
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("the zero Config: %v", err)
+	}
+	if _, err := New(Config{}, Deps{}); err == nil {
+		t.Errorf("New without a source and a target succeeded")
+	}
+}
+
+// Attempts are counted by result and timed by status class; the type label
+// of an unconfigured type is "other".
+func TestMetricsLabels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := memory.NewQueue(memory.Config{})
+		target := newScript()
+		target.on("a", status(503, ""), status(200, ""))
+		m, err := NewMetrics(prometheus.NewRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := New(Config{Jobs: testJobs()}, Deps{Source: q.Source(), Target: handlerTarget{h: target}, Metrics: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.jitter = func(time.Duration) time.Duration { return 0 }
+		q.Publish(context.Background(), sources.Outgoing{ID: "1", Data: []byte(`{"type":"made-up-1","headers":{"X-Job":"a"}}`)})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- w.Run(ctx) }()
+		for target.count() < 2 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		cancel()
+		<-done
+		checks := []struct {
+			name string
+			got  float64
+			want float64
+		}{
+			{"attempts{server_error}", testutil.ToFloat64(m.attempts.WithLabelValues("server_error")), 1},
+			{"attempts{success}", testutil.ToFloat64(m.attempts.WithLabelValues("success")), 1},
+			{"jobs{succeeded,other}", testutil.ToFloat64(m.jobs.WithLabelValues(OutcomeSucceeded, "other")), 1},
+			{"latency series (2xx, 5xx)", float64(testutil.CollectAndCount(m.latency)), 2},
+		}
+		for _, c := range checks {
+			if c.got != c.want {
+				t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+			}
+		}
+	})
+}
