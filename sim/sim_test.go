@@ -3,6 +3,8 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -53,11 +55,46 @@ func TestDeterminism(t *testing.T) {
 		if !bytes.Equal(j1, j2) || !bytes.Equal(s1, s2) {
 			t.Fatalf("%s: two runs with seed %d differ:\n%s\n%s", name, c.Seed, j1, j2)
 		}
+		wellFormed(t, s1)
 		c.Seed++
 		j3, s3 := outputs(t, mustRun(t, c))
 		if bytes.Equal(j1, j3) || bytes.Equal(s1, s3) {
 			t.Fatalf("%s: seeds %d and %d gave the same run", name, c.Seed-1, c.Seed)
 		}
+	}
+}
+
+// wellFormed checks that svg parses as XML with an <svg> root and the
+// chart's parts.
+func wellFormed(t *testing.T, svg []byte) {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	var root string
+	paths := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the SVG is not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if root == "" {
+				root = se.Name.Local
+			}
+			if se.Name.Local == "path" {
+				paths++
+			}
+		}
+	}
+	for _, want := range []string{"hidden quota", "units used, trailing window", "sum of rates", "instance 1 rate", "429", "time (min:s)", "units per minute"} {
+		if !bytes.Contains(svg, []byte(want)) {
+			t.Errorf("the chart lacks %q", want)
+		}
+	}
+	if root != "svg" || paths < 5 {
+		t.Fatalf("root <%s>, %d paths", root, paths)
 	}
 }
 
