@@ -62,7 +62,23 @@ func NewProxy(target string) (*Proxy, error) {
 			MaxIdleConnsPerHost: 512,
 			IdleConnTimeout:     30 * time.Second,
 		},
-		ErrorLog: nil,
+		// A slow target: the call is made (the target has accepted it)
+		// and the answer held back.
+		ModifyResponse: func(resp *http.Response) error {
+			d := time.Duration(p.delay.Load())
+			if d <= 0 {
+				return nil
+			}
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				return nil
+			case <-resp.Request.Context().Done():
+				return resp.Request.Context().Err()
+			}
+		},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) },
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
@@ -75,7 +91,8 @@ func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
 // SetMode switches the fault mode for calls that arrive from now on.
 func (p *Proxy) SetMode(m Mode) { p.mode.Store(int32(m)) }
 
-// SetDelay makes every forwarded call wait d first (a slow target).
+// SetDelay holds the answer to every forwarded call for d, after the
+// target has accepted it (a slow target).
 func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // ServeHTTP implements http.Handler.
@@ -96,15 +113,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-p.closing:
 		}
 		return
-	}
-	if d := time.Duration(p.delay.Load()); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
 	}
 	p.Forwarded.Add(1)
 	p.rp.ServeHTTP(w, r)
