@@ -53,8 +53,9 @@ type CUBICConfig struct {
 }
 
 // DefaultCUBICScaleConstant is CUBIC's default C in units/min per s³ for the
-// whole budget.
-const DefaultCUBICScaleConstant = 0.4
+// whole budget, chosen with the control benchmark (docs/simulator.md): it
+// brings the curve back to w_max in about one 60 s quota window.
+const DefaultCUBICScaleConstant = 0.003
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
