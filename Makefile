@@ -8,7 +8,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 PKGS     := ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test check bench fuzz release clean
+.PHONY: all build test check bench bench-control fuzz release clean
 
 all: build
 
@@ -28,6 +28,11 @@ check:
 # them as ratios (benchstat-friendly output in bench.txt).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./limiter/ ./sources/jetstream/ ./worker/ | tee bench.txt
+
+# The limiter's control quality in the simulator: every mode on every
+# scenario, then a sweep of CUBIC's scale_constant (docs/simulator.md).
+bench-control:
+	sh scripts/bench-control.sh
 
 # Each fuzz target for FUZZTIME, on top of its committed corpus.
 fuzz:
