@@ -30,9 +30,24 @@ var instanceColors = []string{"#4e79a7", "#59a14f", "#b07aa1", "#76b7b2", "#9c75
 // the trailing window, and a mark under the time axis for every second with
 // a 429. The same Result always gives the same bytes.
 func (r *Result) WriteSVG(w io.Writer) error {
+	title := "sluice simulate"
+	if r.Config.Name != "" {
+		title += " · " + r.Config.Name
+	}
+	title += fmt.Sprintf(" · mode %s · seed %d", r.Config.Mode, r.Config.Seed)
+	sum := r.Summary
+	sub := fmt.Sprintf("%d instances at the start · hidden quota %s units per %s s · demand %s units/min per instance · initial rate %s units/min",
+		r.Config.Instances, num(r.Config.Quota), num(r.Config.Window.Seconds()), num(r.Config.Demand), num(r.Config.Limiter.InitialUnitsPerMinute))
+	sub2 := fmt.Sprintf("utilization %.3f (steady %.3f) · %d requests · %d throttled · %d rejected · %d gave up · p95 wait %.1f s",
+		sum.Utilization, sum.UtilizationSteady, sum.Requests, sum.Throttled, sum.Rejected, sum.GaveUp, sum.P95WaitS)
+	return writeChart(w, &r.Series, r.Config.Duration.Seconds(), r.Config.Mode == ModeNone, title, []string{sub, sub2})
+}
+
+// writeChart draws the chart of s over at least dur seconds, under a title
+// and lines of notes. With sent, the units sent are drawn instead of the
+// instances' rates (mode none).
+func writeChart(w io.Writer, s *Series, dur float64, sent bool, title string, notes []string) error {
 	bw := bufio.NewWriter(w)
-	s := &r.Series
-	dur := r.Config.Duration.Seconds()
 	if n := len(s.T); n > 0 {
 		dur = math.Max(dur, s.T[n-1])
 	}
@@ -44,7 +59,7 @@ func (r *Result) WriteSVG(w io.Writer) error {
 		top = math.Max(top, finite(s.Quota[i]))
 		top = math.Max(top, finite(s.Used[i]))
 		top = math.Max(top, finite(s.SumRate[i]))
-		if r.Config.Mode == ModeNone {
+		if sent {
 			top = math.Max(top, finite(s.Sent[i]))
 		}
 	}
@@ -52,22 +67,12 @@ func (r *Result) WriteSVG(w io.Writer) error {
 	x := func(t float64) float64 { return plotL + t/dur*(plotR-plotL) }
 	y := func(v float64) float64 { return plotB - v/yMax*(plotB-plotT) }
 
-	title := "sluice simulate"
-	if r.Config.Name != "" {
-		title += " · " + r.Config.Name
-	}
-	title += fmt.Sprintf(" · mode %s · seed %d", r.Config.Mode, r.Config.Seed)
-	sum := r.Summary
-	sub := fmt.Sprintf("%d instances at the start · hidden quota %s units per %s s · demand %s units/min per instance · initial rate %s units/min",
-		r.Config.Instances, num(r.Config.Quota), num(r.Config.Window.Seconds()), num(r.Config.Demand), num(r.Config.Limiter.InitialUnitsPerMinute))
-	sub2 := fmt.Sprintf("utilization %.3f (steady %.3f) · %d requests · %d throttled · %d rejected · %d gave up · p95 wait %.1f s",
-		sum.Utilization, sum.UtilizationSteady, sum.Requests, sum.Throttled, sum.Rejected, sum.GaveUp, sum.P95WaitS)
-
 	fmt.Fprintf(bw, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", svgW, svgH, svgW, svgH)
 	fmt.Fprintf(bw, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", svgW, svgH)
 	fmt.Fprintf(bw, `<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", plotL, html.EscapeString(title))
-	fmt.Fprintf(bw, `<text x="%d" y="44" fill="#444444">%s</text>`+"\n", plotL, html.EscapeString(sub))
-	fmt.Fprintf(bw, `<text x="%d" y="62" fill="#444444">%s</text>`+"\n", plotL, html.EscapeString(sub2))
+	for i, note := range notes {
+		fmt.Fprintf(bw, `<text x="%d" y="%d" fill="#444444">%s</text>`+"\n", plotL, 44+18*i, html.EscapeString(note))
+	}
 
 	// Grid and axes.
 	fmt.Fprintln(bw, `<g stroke="#e0e0e0" stroke-width="1">`)
@@ -102,7 +107,7 @@ func (r *Result) WriteSVG(w io.Writer) error {
 	var lines []line
 	lines = append(lines, line{"hidden quota", "#000000", "6 4", 1.5, func(i int) float64 { return s.Quota[i] }})
 	lines = append(lines, line{"units used, trailing window", "#f28e2b", "", 2, func(i int) float64 { return s.Used[i] }})
-	if r.Config.Mode == ModeNone {
+	if sent {
 		lines = append(lines, line{"units sent, trailing window", "#1f3b73", "", 2, func(i int) float64 { return s.Sent[i] }})
 	} else {
 		for k := range s.Instances {
