@@ -310,7 +310,10 @@ func (h addrHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "ops endpoints listening" {
 		r.Attrs(func(a slog.Attr) bool {
 			if a.Key == "addr" {
-				h.addr <- a.Value.String()
+				select {
+				case h.addr <- a.Value.String():
+				default:
+				}
 			}
 			return true
 		})

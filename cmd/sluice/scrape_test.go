@@ -109,11 +109,18 @@ log:
 			if json.Unmarshal([]byte(line), &rec) != nil {
 				continue
 			}
+			// Never block: the log must keep flowing whatever it says.
+			offer := func(ch chan string, v string) {
+				select {
+				case ch <- v:
+				default:
+				}
+			}
 			switch rec["msg"] {
 			case "embedded nats server started":
-				natsURL <- fmt.Sprint(rec["url"])
+				offer(natsURL, fmt.Sprint(rec["url"]))
 			case "ops endpoints listening":
-				opsAddr <- fmt.Sprint(rec["addr"])
+				offer(opsAddr, fmt.Sprint(rec["addr"]))
 			}
 		}
 		io.Copy(io.Discard, pr)
