@@ -15,8 +15,19 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/sluice ./cmd/sluice
 
-test:
-	$(GO) test -race -shuffle=on -timeout 15m $(PKGS)
+# promtool checks the alert rules and the dashboard's queries. Debian's
+# prometheus package would start a server, so only its promtool binary is
+# extracted into bin/.
+PROMTOOL := $(shell command -v promtool 2>/dev/null || echo $(CURDIR)/bin/promtool)
+
+bin/promtool:
+	mkdir -p bin
+	cd bin && { apt-get download prometheus 2>/dev/null || { apt-get update -qq && apt-get download prometheus; }; } \
+		&& dpkg-deb --fsys-tarfile prometheus_*.deb | tar -xOf - ./usr/bin/promtool > promtool.tmp \
+		&& rm -f prometheus_*.deb && chmod +x promtool.tmp && mv promtool.tmp promtool
+
+test: $(if $(shell command -v promtool 2>/dev/null),,bin/promtool)
+	PROMTOOL=$(PROMTOOL) $(GO) test -race -shuffle=on -timeout 15m $(PKGS)
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -41,13 +52,18 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./cmd/sluice/
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./sinks/httpapi/
 
+# Static binaries for linux and darwin, amd64 and arm64, with the version
+# from git describe, and their checksums.
 release:
-	@rm -rf dist && mkdir -p dist
-	@set -e; for p in $(PLATFORMS); do \
+	rm -rf dist && mkdir -p dist
+	set -e; for p in $(PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; \
-		echo "dist/sluice-$$os-$$arch"; \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/sluice-$$os-$$arch ./cmd/sluice; \
+		echo "dist/sluice-$$os-$$arch ($(VERSION))"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+			-o dist/sluice-$$os-$$arch ./cmd/sluice; \
 	done
+	cd dist && sha256sum sluice-* > SHA256SUMS
+	./dist/sluice-$$($(GO) env GOHOSTOS)-$$($(GO) env GOHOSTARCH) version | grep -F 'sluice $(VERSION) '
 
 clean:
 	rm -rf bin dist bench.txt
