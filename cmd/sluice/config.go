@@ -618,6 +618,7 @@ func (c *config) validate(errs *configErrors, needTarget bool) error {
 	if _, err := c.Limiter.config(); err != nil {
 		errs.addLib("limiter", err)
 	}
+	errs.addLib("", c.Limiter.Share.validate(c))
 
 	// worker
 	w := c.Worker

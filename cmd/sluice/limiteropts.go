@@ -34,6 +34,7 @@ type limiterOptions struct {
 	AIMD                  aimdOptions     `json:"aimd" yaml:"aimd"`
 	CUBIC                 cubicOptions    `json:"cubic" yaml:"cubic"`
 	Instances             int             `json:"instances" yaml:"instances"`
+	Share                 shareConfig     `json:"-" yaml:"share"` // config file only; see cluster.go
 }
 
 type aimdOptions struct {
@@ -71,6 +72,7 @@ func defaultLimiterOptions() limiterOptions {
 			ScaleConstant: c.CUBIC.ScaleConstant,
 		},
 		Instances: c.Instances,
+		Share:     defaultShareConfig(),
 	}
 }
 

@@ -151,7 +151,16 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 	if err != nil {
 		return err
 	}
-	lim, err := limiter.New(lcfg, limiter.WithMetrics(limiter.NewMetrics(reg)), limiter.WithLogger(log))
+	share, err := joinShare(ctx, cfg, src, reg, log) // limiter.share: nil when static
+	if err != nil {
+		return err
+	}
+	defer share.close()
+	lim, err := limiter.New(share.limiterConfig(lcfg), limiter.WithMetrics(limiter.NewMetrics(reg)), limiter.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	runShare, err := share.start(ctx, lim, log)
 	if err != nil {
 		return err
 	}
@@ -201,6 +210,7 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return runShare(gctx) })
 	g.Go(func() error {
 		sat.Poll(gctx, time.Second, func() int { return lim.Stats().Queue })
 		return nil

@@ -39,7 +39,10 @@ directory for the time it runs.`,
 			if err := f.apply(cmd, &cfg); err != nil {
 				return err
 			}
-			return runStatus(cmd.Context(), cfg, asJSON, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err := runStatus(cmd.Context(), cfg, asJSON, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil || asJSON {
+				return err
+			}
+			return printMembers(cmd.Context(), f.config, cfg, cmd.OutOrStdout(), commandLogger(cmd.ErrOrStderr())) // limiter.share members
 		},
 	}
 	f.register(cmd)

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	njs "github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/sources"
+	"github.com/sluicehq/sluice/sources/jetstream"
+)
+
+// Share modes accepted in limiter.share.mode.
+const (
+	shareStatic  = "static"  // limiter.instances, fixed
+	shareMembers = "members" // N = live heartbeats in the bucket
+	shareLeases  = "leases"  // capacity partitions leased in the bucket
+)
+
+// shareConfig is the `limiter.share:` section: how the workers sharing one
+// budget find their share of it. See docs/scaling.md.
+type shareConfig struct {
+	Mode       string          `yaml:"mode"`       // static (default), members or leases
+	Bucket     string          `yaml:"bucket"`     // KV bucket; default sluice_<target host>
+	TTL        limiterDuration `yaml:"ttl"`        // default 15s
+	Partitions int             `yaml:"partitions"` // leases: default 16
+	// NATSURL is the coordination server; default: the JetStream source's
+	// own connection. Required with source.kind pubsub.
+	NATSURL string `yaml:"nats_url"`
+}
+
+func defaultShareConfig() shareConfig {
+	return shareConfig{Mode: shareStatic, TTL: limiterDuration(cluster.DefaultTTL), Partitions: cluster.DefaultPartitions}
+}
+
+// validate checks the section against the rest of the config; every error
+// line is "limiter.share.field: message" or names the other field.
+func (s shareConfig) validate(c *config) error {
+	var errs []error
+	switch s.Mode {
+	case shareStatic:
+		return nil
+	case shareMembers, shareLeases:
+	default:
+		return fmt.Errorf("limiter.share.mode: must be %q, %q or %q, got %q", shareStatic, shareMembers, shareLeases, s.Mode)
+	}
+	if c.Limiter.Instances != 1 {
+		errs = append(errs, fmt.Errorf("limiter.instances: must be 1 with limiter.share.mode %q (the count is live), got %d", s.Mode, c.Limiter.Instances))
+	}
+	if s.NATSURL == "" && c.Source.Kind != sourceJetStream {
+		errs = append(errs, fmt.Errorf("limiter.share.nats_url: required with source.kind %q (a NATS server to coordinate through)", c.Source.Kind))
+	}
+	if s.NATSURL != "" {
+		if u, err := url.Parse(s.NATSURL); err != nil || u.Host == "" {
+			errs = append(errs, errors.New("limiter.share.nats_url: must be a URL such as nats://127.0.0.1:4222"))
+		}
+	}
+	if err := s.lib(c.Target.BaseURL, c.Worker.ID).Validate(); err != nil {
+		errs = append(errs, prefixLines("limiter.share.", "cluster: ", err))
+	}
+	return errors.Join(errs...)
+}
+
+// prefixLines turns each "cluster: field: message" line of err into
+// "limiter.share.field: message".
+func prefixLines(prefix, trim string, err error) error {
+	var errs []error
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if line != "" {
+			errs = append(errs, errors.New(prefix+strings.TrimPrefix(line, trim)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// bucket is the bucket name: as configured, or named after the budget, the
+// target's host ("sluice_api_example_com").
+func (s shareConfig) bucket(target string) string {
+	if s.Bucket != "" {
+		return s.Bucket
+	}
+	host := "share"
+	if u, err := url.Parse(target); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	return "sluice_" + cluster.BucketName(host)
+}
+
+func (s shareConfig) lib(target, id string) cluster.Config {
+	return cluster.Config{Bucket: s.bucket(target), ID: id, TTL: time.Duration(s.TTL), Partitions: s.Partitions}
+}
+
+// shareRun is the live share of a running worker: its membership, its
+// leases in leases mode, and the limiter they feed. A nil *shareRun is
+// static mode: every method does nothing.
+type shareRun struct {
+	mode string
+	m    *cluster.Membership
+	nc   *nats.Conn // a connection of our own (nats_url), closed by close
+	lim  atomic.Pointer[limiter.Limiter]
+	opts []cluster.Option
+}
+
+// coordination returns the JetStream context to coordinate through: a
+// connection to limiter.share.nats_url, or the JetStream source's own.
+func (s shareConfig) coordination(src sources.Source) (njs.JetStream, *nats.Conn, error) {
+	if s.NATSURL != "" {
+		nc, err := nats.Connect(s.NATSURL, nats.Name("sluice-share"), nats.MaxReconnects(-1))
+		if err != nil {
+			return nil, nil, fmt.Errorf("limiter.share.nats_url: connect to %s: %w", redactURL(s.NATSURL), err)
+		}
+		js, err := njs.New(nc)
+		if err != nil {
+			nc.Close()
+			return nil, nil, fmt.Errorf("limiter.share.nats_url: %w", err)
+		}
+		return js, nc, nil
+	}
+	js, ok := src.(*jetstream.Source)
+	if !ok {
+		return nil, nil, errors.New("limiter.share.nats_url: required unless source.kind is jetstream")
+	}
+	return js.JetStream(), nil, nil
+}
+
+// redactURL hides a URL's password.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "the configured URL"
+	}
+	return u.Redacted()
+}
+
+// joinShare joins the bucket for a worker about to start, in members or
+// leases mode; nil in static mode.
+func joinShare(ctx context.Context, cfg config, src sources.Source, reg prometheus.Registerer, log *slog.Logger) (*shareRun, error) {
+	sc := cfg.Limiter.Share
+	if sc.Mode == shareStatic || sc.Mode == "" {
+		return nil, nil
+	}
+	js, nc, err := sc.coordination(src)
+	if err != nil {
+		return nil, err
+	}
+	met, err := cluster.NewMetrics(reg)
+	if err != nil {
+		if nc != nil {
+			nc.Close()
+		}
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	r := &shareRun{mode: sc.Mode, nc: nc}
+	r.opts = []cluster.Option{cluster.WithLogger(log), cluster.WithMetrics(met)}
+	mopts := append(r.opts, cluster.WithRate(func() float64 {
+		if l := r.lim.Load(); l != nil {
+			return l.Rate()
+		}
+		return 0 // not started: no rate to report yet
+	}))
+	if sc.Mode == shareMembers {
+		mopts = append(mopts, cluster.WithInstanceCount(func(n int) {
+			if l := r.lim.Load(); l != nil {
+				if err := l.SetInstanceCount(n); err != nil {
+					log.Warn("limiter.share: instance count not applied", "instances", n, "error", err)
+				}
+			}
+		}))
+	}
+	m, err := cluster.Join(ctx, js, sc.lib(cfg.Target.BaseURL, cfg.Worker.ID), mopts...)
+	if err != nil {
+		r.close()
+		return nil, fmt.Errorf("limiter.share: %w", err)
+	}
+	r.m = m
+	return r, nil
+}
+
+// limiterConfig starts the limiter where the others are: at the budget the
+// live members found (as the initial rate, within min and max), and in
+// members mode at 1/N of it.
+func (r *shareRun) limiterConfig(c limiter.Config) limiter.Config {
+	if r == nil {
+		return c
+	}
+	if b, ok := r.m.Budget(); ok && !math.IsNaN(b) {
+		c.InitialUnitsPerMinute = min(max(b, c.MinUnitsPerMinute), c.MaxUnitsPerMinute)
+	}
+	if r.mode == shareMembers {
+		c.Instances = r.m.Count()
+	}
+	return c
+}
+
+// start hands the limiter to the membership and, in leases mode, acquires
+// the first leases; the returned function runs the share until ctx ends.
+func (r *shareRun) start(ctx context.Context, lim *limiter.Limiter, log *slog.Logger) (func(context.Context) error, error) {
+	if r == nil {
+		return func(context.Context) error { return nil }, nil
+	}
+	r.lim.Store(lim)
+	if r.mode == shareMembers {
+		if err := lim.SetInstanceCount(r.m.Count()); err != nil {
+			return nil, fmt.Errorf("limiter.share: %w", err)
+		}
+		return r.m.Run, nil
+	}
+	l, err := cluster.NewLeases(ctx, r.m, append(r.opts, cluster.WithShare(func(s float64) {
+		if err := lim.SetShare(s); err != nil {
+			log.Warn("limiter.share: share not applied", "share", s, "error", err)
+		}
+	}))...)
+	if err != nil {
+		return nil, fmt.Errorf("limiter.share: %w", err)
+	}
+	return func(ctx context.Context) error {
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return r.m.Run(gctx) })
+		g.Go(func() error { return l.Run(gctx) })
+		return g.Wait()
+	}, nil
+}
+
+// close closes the connection of our own, if any.
+func (r *shareRun) close() {
+	if r != nil && r.nc != nil {
+		r.nc.Drain()
+	}
+}
+
+// printMembers lists the live members of the share bucket for `sluice
+// status`, when the config file sets members or leases; nothing in static
+// mode.
+func printMembers(ctx context.Context, file string, src sourceConfig, w io.Writer, log *slog.Logger) error {
+	cfg, err := commandConfig(file)
+	if err != nil {
+		return err
+	}
+	sc := cfg.Limiter.Share
+	if sc.Mode == shareStatic || sc.Mode == "" {
+		return nil
+	}
+	var js njs.JetStream
+	if sc.NATSURL != "" {
+		var nc *nats.Conn
+		if js, nc, err = sc.coordination(nil); err != nil {
+			return err
+		}
+		defer nc.Close()
+	} else {
+		if src.Kind != sourceJetStream {
+			return errors.New("limiter.share.nats_url: required unless source.kind is jetstream")
+		}
+		s, err := src.JetStream.openJetStream(ctx, log)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		js = s.JetStream()
+	}
+	bucket := sc.bucket(cfg.Target.BaseURL)
+	members, err := cluster.List(ctx, js, bucket)
+	if errors.Is(err, njs.ErrBucketNotFound) {
+		_, err = fmt.Fprintf(w, "%-24s %10s\n", "members ("+sc.Mode+")", "none")
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	if _, err := fmt.Fprintf(w, "%-24s %10d\n", "members ("+sc.Mode+")", len(members)); err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, m := range members {
+		leases := ""
+		if sc.Mode == shareLeases {
+			leases = fmt.Sprintf("  leases %d/%d", m.Leases, sc.Partitions)
+		}
+		if _, err := fmt.Fprintf(w, "  %-30s rate %9.1f/min  share %6.4f%s  up %s\n",
+			m.ID, m.Rate, m.Share, leases, now.Sub(m.Started).Round(time.Second)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

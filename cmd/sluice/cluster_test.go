@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestShareConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml, want string
+	}{
+		{"mode", "limiter:\n  share:\n    mode: dynamic\n", `config: limiter.share.mode: must be "static", "members" or "leases", got "dynamic" (line 5)`},
+		{"instances", "limiter:\n  instances: 3\n  share:\n    mode: members\n", `config: limiter.instances: must be 1 with limiter.share.mode "members" (the count is live), got 3 (line 4)`},
+		{"ttl", "limiter:\n  share:\n    mode: leases\n    ttl: 10ms\n", `config: limiter.share.ttl: must be >= 1s, got 10ms (line 6)`},
+		{"partitions", "limiter:\n  share:\n    mode: leases\n    partitions: 5000\n", `config: limiter.share.partitions: must be between 1 and 1024, got 5000 (line 6)`},
+		{"bucket", "limiter:\n  share:\n    mode: members\n    bucket: a.b\n", `config: limiter.share.bucket: must hold only letters, digits, '-' and '_', got "a.b" (line 6)`},
+		{"pubsub", "source:\n  kind: pubsub\n  pubsub:\n    project: p\n    subscription: subs\nlimiter:\n  share:\n    mode: members\n",
+			`config: limiter.share.nats_url: required with source.kind "pubsub" (a NATS server to coordinate through) (line 9)`},
+		{"url", "limiter:\n  share:\n    mode: members\n    nats_url: '::'\n", `config: limiter.share.nats_url: must be a URL such as nats://127.0.0.1:4222 (line 6)`},
+	} {
+		_, err := parseConfig([]byte(minimalConfig+c.yaml), envOf(nil))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v\nwant a line %s", c.name, err, c.want)
+		}
+	}
+	cfg, err := parseConfig([]byte(minimalConfig+"limiter:\n  share:\n    mode: leases\n"), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Limiter.Share.bucket(cfg.Target.BaseURL); !strings.HasPrefix(got, "sluice_") || strings.ContainsAny(got, ".:/") {
+		t.Errorf("default bucket %q", got)
+	}
+	if got := (shareConfig{Bucket: "mine"}).bucket("http://x"); got != "mine" {
+		t.Errorf("bucket = %q", got)
+	}
+	if got := redactURL("nats://u:secretpw@127.0.0.1:4222"); strings.Contains(got, "secretpw") {
+		t.Errorf("redactURL = %q", got)
+	}
+}
+
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return math.NaN()
+}
+
+func eventuallyTrue(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after 30s", what)
+		}
+		time.Sleep(20 * time.Millisecond) // real server: bounded polling
+	}
+}
+
+// Two `sluice run` workers on one server, in members and in leases mode:
+// each limiter runs at half the budget, `sluice status` lists both, and
+// when one stops the other takes the whole budget.
+func TestRunShare(t *testing.T) {
+	for _, mode := range []string{shareMembers, shareLeases} {
+		t.Run(mode, func(t *testing.T) {
+			natsURL := startNATS(t)
+			target := "http://127.0.0.1:1/" // never called: no jobs
+			cfg := e2eConfig(t, natsURL, target)
+			cfg.Limiter.Enabled = true
+			cfg.Limiter.InitialUnitsPerMinute = 1200
+			cfg.Limiter.Share = shareConfig{Mode: mode, TTL: limiterDuration(3 * time.Second), Partitions: 16}
+			mustValid(t, cfg)
+
+			regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
+			a := startRunReg(t, withID(cfg, "a"), nil, regs[0])
+			startRunReg(t, withID(cfg, "b"), nil, regs[1])
+			eventuallyTrue(t, "600 units/min on each worker", func() bool {
+				for _, reg := range regs {
+					if gaugeValue(t, reg, "sluice_cluster_instances") != 2 ||
+						math.Abs(gaugeValue(t, reg, "sluice_limiter_rate_units_per_minute")-600) > 1e-6 {
+						return false
+					}
+					if mode == shareLeases && gaugeValue(t, reg, "sluice_cluster_leases") != 8 {
+						return false
+					}
+				}
+				return true
+			})
+
+			file := filepath.Join(t.TempDir(), "sluice.yaml")
+			yaml := "source:\n  jetstream:\n    url: " + natsURL + "\ntarget:\n  base_url: " + target +
+				"\nlimiter:\n  share:\n    mode: " + mode + "\n    ttl: 3s\n"
+			if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			eventuallyTrue(t, "both members listed at 600/min", func() bool {
+				var out bytes.Buffer
+				if err := printMembers(t.Context(), file, cfg.Source, &out, nil); err != nil {
+					t.Fatal(err)
+				}
+				s := out.String()
+				return strings.HasPrefix(strings.Join(strings.Fields(s), " "), "members ("+mode+") 2 ") &&
+					strings.Count(s, "rate     600.0/min") == 2 && strings.Contains(s, "  a ") && strings.Contains(s, "  b ")
+			})
+
+			a.stop(t)
+			eventuallyTrue(t, "the whole budget on b", func() bool {
+				return gaugeValue(t, regs[1], "sluice_cluster_instances") == 1 &&
+					math.Abs(gaugeValue(t, regs[1], "sluice_limiter_rate_units_per_minute")-1200) < 1e-6
+			})
+		})
+	}
+}
+
+func withID(cfg config, id string) config {
+	cfg.Worker.ID = id
+	return cfg
+}
