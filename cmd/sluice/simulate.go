@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/sim"
+	"github.com/sluicehq/sluice/web"
 )
 
 // simulateFlags are the flags of `sluice simulate`.
@@ -32,6 +33,8 @@ type simulateFlags struct {
 	json      bool
 	svg       string
 	compare   bool
+	serve     string  // simserve.go
+	speed     float64 // simserve.go
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -56,7 +59,8 @@ requests, units_accepted, p95_wait_s, rejected, gave_up, recovery_s,
 time_to_90_s (null when there is no quota drop to recover from, or when 90%
 is never reached). --svg writes a chart. --compare runs every mode on every
 scenario (or on those --scenario and --mode name) and prints one table.
-See docs/simulator.md.`,
+--serve ADDR serves an interactive page of the simulation instead (see
+docs/ui.md). See docs/simulator.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulate(cmd, f)
@@ -75,6 +79,8 @@ See docs/simulator.md.`,
 	fl.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
 	fl.StringVar(&f.svg, "svg", "", "write a chart of the run to this SVG file")
 	fl.BoolVar(&f.compare, "compare", false, "run every mode on every scenario and print a comparison table")
+	fl.StringVar(&f.serve, "serve", "", "serve the simulator page on this address, e.g. 127.0.0.1:8088 (docs/ui.md)")
+	fl.Float64Var(&f.speed, "speed", web.DefaultSimConfig().Speed, "with --serve: virtual seconds per real second at the start")
 	return cmd
 }
 
@@ -134,8 +140,8 @@ func runSimulate(cmd *cobra.Command, f simulateFlags) error {
 		return fmt.Errorf("--scenario: %w", err)
 	}
 	if f.compare {
-		if f.json || f.svg != "" {
-			return errors.New("--compare: cannot be combined with --json or --svg")
+		if f.json || f.svg != "" || f.serve != "" {
+			return errors.New("--compare: cannot be combined with --json, --svg or --serve")
 		}
 		scenarios, modes := sim.CompareScenarios, sim.Modes
 		if cmd.Flags().Changed("scenario") {
@@ -158,6 +164,9 @@ func runSimulate(cmd *cobra.Command, f simulateFlags) error {
 		cfg.Mode = mode
 	}
 	adjust(&cfg)
+	if f.serve != "" {
+		return serveSimulator(cmd, f, cfg)
+	}
 	res, err := sim.Run(cfg)
 	if err != nil {
 		return err
