@@ -28,6 +28,7 @@ redelivers or dead-letters each job according to the response.`,
 		newHealthcheckCmd(),
 		newSimulateCmd(),
 		newTestserverCmd(),
+		newDemoCmd(),
 	)
 	return root
 }

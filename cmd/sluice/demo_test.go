@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/sim"
+	"github.com/sluicehq/sluice/worker"
+)
+
+// checkDemoSVG checks that path holds a well-formed SVG chart of the demo.
+func checkDemoSVG(t *testing.T, path string, wants ...string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(b))
+	root, paths := "", 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s is not well-formed XML: %v", path, err)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if root == "" {
+				root = se.Name.Local
+			}
+			if se.Name.Local == "path" {
+				paths++
+			}
+		}
+	}
+	if root != "svg" || paths < 5 {
+		t.Fatalf("%s: root <%s> with %d paths, want <svg> with the chart's lines", path, root, paths)
+	}
+	for _, want := range append([]string{"hidden quota", "sum of rates", "units used, trailing window", "time (min:s)"}, wants...) {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("%s lacks %q", path, want)
+		}
+	}
+}
+
+// emptyDir fails unless dir holds nothing: the demo removed its
+// temporary store.
+func emptyDir(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) > 0 {
+		t.Errorf("the demo left %s in %s", entries[0].Name(), dir)
+	}
+}
+
+// TestDemoShortRun runs a short demo through the command: every job is
+// done once, the summary says so, the chart is written, and nothing is
+// left behind.
+func TestDemoShortRun(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	svg := filepath.Join(t.TempDir(), "demo.svg")
+	out, err := execRoot(t, "demo", "--workers", "3", "--jobs", "30", "--quota", "60000", "--rate", "30000", "--svg", svg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Log(out)
+	for _, want := range []string{
+		"sluice demo: 30 jobs → 3 workers",
+		"embedded NATS JetStream at nats://127.0.0.1:",
+		"drained 30/30",
+		"Drained 30 jobs in",
+		"30 done, 0 dead-lettered, 0 calls repeated",
+		"0 throttled (0.0%)",
+		"chart         " + svg,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q", want)
+		}
+	}
+	// Every unit enqueued was accepted, once.
+	m := regexp.MustCompile(`units +(\d+) accepted of (\d+) enqueued`).FindStringSubmatch(out)
+	if m == nil || m[1] != m[2] {
+		t.Errorf("units accepted and enqueued differ: %q", m)
+	}
+	checkDemoSVG(t, svg, "sluice demo · 3 workers · 30 jobs", "instance 3 rate", "30 of 30 jobs done")
+	emptyDir(t, tmp)
+}
+
+// cancelWriter cancels a context when a progress line is written to it.
+type cancelWriter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (w *cancelWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if bytes.Contains(p, []byte("drained ")) {
+		w.cancel()
+	}
+	return w.buf.Write(p)
+}
+
+func (w *cancelWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestDemoInterrupt: a demo stopped while it drains (Ctrl-C) stops its
+// workers and servers, reports how far it got, writes the chart of what
+// it saw, removes its store, and exits with status 130.
+func TestDemoInterrupt(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	svg := filepath.Join(t.TempDir(), "demo.svg")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &cancelWriter{cancel: cancel}
+	root := newRootCmd()
+	// A slow drain: it cannot be over when the first progress line is out.
+	root.SetArgs([]string{"demo", "--jobs", "2000", "--quota", "30", "--rate", "60", "--svg", svg})
+	root.SetOut(w)
+	root.SetErr(w)
+	err := root.ExecuteContext(ctx)
+	out := w.String()
+	t.Log(out)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 130 {
+		t.Fatalf("got %v, want exit status 130", err)
+	}
+	if !strings.Contains(out, "Interrupted after") || !strings.Contains(out, "of 2000 jobs done") {
+		t.Errorf("the summary does not say the demo was interrupted:\n%s", out)
+	}
+	checkDemoSVG(t, svg, "interrupted at")
+	emptyDir(t, tmp)
+}
+
+// TestDemoFlags: a bad flag is refused before anything starts, naming the
+// flag.
+func TestDemoFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workers", "0"}, "--workers"},
+		{[]string{"--jobs", "0"}, "--jobs"},
+		{[]string{"--quota", "20"}, "--quota"},
+		{[]string{"--quota", "NaN"}, "--quota"},
+		{[]string{"--rate", "10"}, "--rate"},
+		{[]string{"--rate", "70000"}, "--rate"},
+		{[]string{"--nats-port", "70000"}, "--nats-port"},
+		{[]string{"--svg", "/nonexistent/dir/demo.svg"}, "--svg"},
+	} {
+		_, err := execRoot(t, append([]string{"demo"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want an error naming %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestDemoNATSPortTaken: a --nats-port that is taken is an error naming
+// the flag (without it the demo picks a free port, so a NATS server on
+// 4222 does not stop it).
+func TestDemoNATSPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	t.Setenv("TMPDIR", t.TempDir())
+	_, err = execRoot(t, "demo", "--nats-port", port, "--svg", "")
+	if err == nil || !strings.Contains(err.Error(), "--nats-port") || !strings.Contains(err.Error(), port) {
+		t.Fatalf("got %v, want an error naming --nats-port and %s", err, port)
+	}
+}
+
+// TestDemoJobsPriced: each demo job is a valid envelope, the worker
+// estimates its cost as the model API prices it, and the mix holds every
+// cost; the same jobs every time.
+func TestDemoJobsPriced(t *testing.T) {
+	const n = 300
+	data, units := demoJobs(n)
+	again, _ := demoJobs(n)
+	if !bytes.Equal(data, again) {
+		t.Fatal("two calls gave different jobs")
+	}
+	cfg, err := demoConfig(defaultDemoOptions(), "nats://127.0.0.1:4222", "http://127.0.0.1:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := worker.NewDecoder(cfg.workerConfig(time.Minute).Jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	costs := map[string]float64{}
+	for _, jt := range demoJobTypes {
+		costs[jt.name] = jt.cost
+	}
+	api, err := sim.NewServer(sim.ServerConfig{Quota: 1e9, Window: time.Minute, DefaultCost: 1, TypeCosts: costs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	if len(lines) != n {
+		t.Fatalf("%d lines, want %d", len(lines), n)
+	}
+	seen := map[float64]int{}
+	total := 0.0
+	for i, line := range lines {
+		id, err := checkEnvelope(line)
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		job, err := dec.Decode(id, nil, line)
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		req := httptest.NewRequest(job.Method, job.Path, bytes.NewReader(job.Body))
+		req.Header = job.Header.Clone()
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, req)
+		var reply struct{ Units float64 }
+		if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil || rec.Code != 200 {
+			t.Fatalf("line %d: the API answered %d %s", i+1, rec.Code, rec.Body)
+		}
+		if reply.Units != job.Cost {
+			t.Fatalf("line %d (%s): the worker estimates %v units, the API charges %v", i+1, job.Type, job.Cost, reply.Units)
+		}
+		seen[job.Cost]++
+		total += job.Cost
+	}
+	if total != units {
+		t.Errorf("the jobs cost %v units, demoJobs says %v", total, units)
+	}
+	for _, c := range []float64{1, 2, 5} {
+		if seen[c] < n/6 {
+			t.Errorf("%d jobs of cost %v in %d: not a mix", seen[c], c, n)
+		}
+	}
+	if st := api.Stats(); st.Jobs.Distinct != n || st.Jobs.WithoutID != 0 {
+		t.Errorf("the API saw %d distinct ids and %d calls without one, want %d and 0", st.Jobs.Distinct, st.Jobs.WithoutID, n)
+	}
+}
+
+// TestDemoLiveDraw: on a terminal the progress is redrawn in place, and
+// no line is wider than the terminal (a wrapped line would break the
+// redraw).
+func TestDemoLiveDraw(t *testing.T) {
+	var b bytes.Buffer
+	o := defaultDemoOptions()
+	o.workers = 6
+	m := &demoMonitor{o: o, rep: &demoReport{}, out: &b, width: 50}
+	s := demoSample{at: 12 * time.Second, rates: []float64{100, 100, 100, 100, 100, 100}, drained: 100, requests: 120, eta: 30 * time.Second}
+	s.api.WindowUnits = 180
+	s.api.Throttled = 2
+	m.draw(s)
+	first := b.String()
+	if strings.Contains(first, "\033[4A") {
+		t.Fatal("the first draw moves the cursor up")
+	}
+	b.Reset()
+	m.draw(s)
+	second := b.String()
+	if !strings.HasPrefix(second, "\033[4A") {
+		t.Fatalf("the redraw does not start by going back 4 lines: %q", second)
+	}
+	ansi := regexp.MustCompile(`\x1b\[[0-9]*[AK]|\r`)
+	for _, l := range strings.Split(strings.TrimSuffix(first, "\n"), "\n") {
+		if w := len([]rune(ansi.ReplaceAllString(l, ""))); w >= 50 {
+			t.Errorf("line of %d columns on a 50-column terminal: %q", w, l)
+		}
+	}
+	if !strings.Contains(first, "100/400 (25%)") || !strings.Contains(first, "ETA 0:30") {
+		t.Errorf("the progress lacks the count or the ETA: %q", first)
+	}
+}
