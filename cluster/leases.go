@@ -36,6 +36,7 @@ type Leases struct {
 	view      *roster[leaseValue] // every partition key as watched
 	held      map[int]leaseState  // this worker's leases
 	lastRenew time.Time
+	failing   bool    // renewals are failing (logged once)
 	share     float64 // last share reported
 
 	mu       sync.Mutex
@@ -267,14 +268,18 @@ func (l *Leases) renew(ctx context.Context, now time.Time) {
 			lost = true
 			l.set.log.Warn("cluster: lease lost", "bucket", l.cfg.Bucket, "partition", p)
 		default:
-			failed = true
-			if ctx.Err() == nil {
-				l.set.log.Warn("cluster: lease not renewed; kept until it lapses", "bucket", l.cfg.Bucket, "partition", p, "error", err)
+			if !failed && !l.failing && ctx.Err() == nil {
+				l.set.log.Warn("cluster: leases not renewed; each is kept until it lapses", "bucket", l.cfg.Bucket, "error", err)
 			}
+			failed = true
 		}
 	}
 	if failed {
+		l.failing = true
 		l.lastRenew = now.Add(-l.cfg.Refresh * 3 / 4) // retry soon
+	} else if l.failing {
+		l.failing = false
+		l.set.log.Info("cluster: leases renewed again", "bucket", l.cfg.Bucket, "held", len(l.held))
 	}
 	if lost {
 		l.applyShare()

@@ -226,6 +226,7 @@ func (m *Membership) Run(ctx context.Context) error {
 	defer func() { _ = m.watcher.Stop() }()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -247,8 +248,14 @@ func (m *Membership) Run(ctx context.Context) error {
 		due := !now.Before(m.nextWrite)
 		m.mu.Unlock()
 		if due {
-			if err := m.write(ctx, now); err != nil && ctx.Err() == nil {
-				m.set.log.Warn("cluster: heartbeat failed; keeping the instance count until it succeeds", "bucket", m.cfg.Bucket, "error", err)
+			err := m.write(ctx, now)
+			switch {
+			case err != nil && !failing && ctx.Err() == nil:
+				failing = true
+				m.set.log.Warn("cluster: heartbeat failed; retrying, the instance count holds meanwhile", "bucket", m.cfg.Bucket, "error", err)
+			case err == nil && failing:
+				failing = false
+				m.set.log.Info("cluster: heartbeat written again", "bucket", m.cfg.Bucket)
 			}
 		}
 		m.recount(time.Now(), false)
