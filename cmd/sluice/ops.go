@@ -45,6 +45,9 @@ type opsConfig struct {
 	Listen string `yaml:"listen"`
 	// Pprof serves /debug/pprof on the same address. Default false.
 	Pprof bool `yaml:"pprof"`
+
+	ui   bool      // `sluice run --ui`: serve the live page at /ui/ (ui.go)
+	live *livePage // the live page's source, set by runWorker when ui is on
 }
 
 func defaultOpsConfig() opsConfig {
@@ -194,11 +197,15 @@ func opsHandler(cfg opsConfig, g prometheus.Gatherer, ready func(context.Context
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
+	mountUI(mux, cfg, log)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "sluice "+version+"\n/metrics\n/healthz\n/readyz\n")
 		if cfg.Pprof {
 			io.WriteString(w, "/debug/pprof/\n")
+		}
+		if cfg.live != nil {
+			io.WriteString(w, uiPrefix+"/\n")
 		}
 	})
 	return mux

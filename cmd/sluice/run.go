@@ -42,6 +42,7 @@ type runFlags struct {
 	natsPort    int
 	logFormat   string
 	logLevel    string
+	ui          bool // the live page on metrics.listen (ui.go)
 }
 
 func newRunCmd() *cobra.Command {
@@ -64,9 +65,13 @@ wait).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := runConfig(cmd, f)
+			if err == nil {
+				err = checkUI(f.ui, cfg.Metrics)
+			}
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
+			cfg.Metrics.ui = f.ui
 			log, err := newLogger(cmd.ErrOrStderr(), cfg.Log.Format, cfg.Log.Level)
 			if err != nil {
 				return &exitError{code: 2, err: err}
@@ -97,6 +102,7 @@ wait).`,
 	fl.IntVar(&f.natsPort, "nats-port", 0, "embedded server client port, -1 for a free one (source.jetstream.embedded.port)")
 	fl.StringVar(&f.logFormat, "log-format", "", "log format: auto, text or json (log.format)")
 	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn or error (log.level)")
+	fl.BoolVar(&f.ui, "ui", false, "serve a live page of this worker at /ui/ on metrics.listen (docs/ui.md)")
 	return cmd
 }
 
@@ -209,6 +215,7 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 		return err
 	}
 
+	cfg.Metrics = withUI(cfg.Metrics, lim, reg, share, w.Config().ID)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return runShare(gctx) })
 	g.Go(func() error {

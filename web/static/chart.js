@@ -82,6 +82,10 @@ export class TimeChart {
   constructor(canvas, opts) {
     this.canvas = canvas;
     this.span = opts.span || 300;
+    // grow: show from 0 to the latest point (at least minSpan) until the
+    // data covers span.
+    this.grow = !!opts.grow;
+    this.minSpan = opts.minSpan || 60;
     this.unit = opts.unit || '';
     this.minMax = opts.minMax || 10;
     this.series = [];
@@ -179,8 +183,10 @@ export class TimeChart {
     const pw = w - pad.l - pad.r;
     const ph = h - pad.t - pad.b;
     const pts = this.points;
-    const tMax = pts.length ? Math.max(pts[pts.length - 1].t, this.span) : this.span;
-    const tMin = tMax - this.span;
+    const latest = pts.length ? pts[pts.length - 1].t : 0;
+    const span = this.grow ? Math.min(this.span, Math.max(this.minSpan, Math.ceil(latest / 30) * 30)) : this.span;
+    const tMax = Math.max(latest, span);
+    const tMin = tMax - span;
     let yMax = this.minMax;
     for (const p of pts) {
       if (p.t < tMin) continue;
@@ -191,7 +197,7 @@ export class TimeChart {
     }
     const yStep = niceStep(yMax * 1.08, 4);
     yMax = Math.ceil((yMax * 1.08) / yStep) * yStep;
-    const X = (t) => pad.l + ((t - tMin) / this.span) * pw;
+    const X = (t) => pad.l + ((t - tMin) / span) * pw;
     const Y = (v) => pad.t + ph - (v / yMax) * ph;
 
     // Bands (pauses).
@@ -218,7 +224,7 @@ export class TimeChart {
       g.stroke();
       g.fillText(fmtInt(v), pad.l - 6, y);
     }
-    let tStep = TIME_STEPS.find((s) => this.span / s <= Math.max(2, pw / 70)) || 3600;
+    const tStep = TIME_STEPS.find((s) => span / s <= Math.max(2, pw / 70)) || 3600;
     g.textAlign = 'center';
     g.textBaseline = 'top';
     for (let t = Math.ceil(tMin / tStep) * tStep; t <= tMax; t += tStep) {

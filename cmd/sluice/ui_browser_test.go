@@ -1,0 +1,94 @@
+//go:build browser
+
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/sluicehq/sluice/browsertest"
+	"github.com/sluicehq/sluice/sim"
+)
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestBrowserLivePage: `sluice run --ui` on an embedded JetStream server,
+// draining jobs into the model API; the page at /ui/ shows a rate above
+// zero, every job succeeded and an empty backlog. The model API takes 500
+// calls in 10 s, so the burst is throttled and the limiter pauses.
+func TestBrowserLivePage(t *testing.T) {
+	const jobs = 600
+	api, err := sim.NewServer(sim.ServerConfig{Quota: 500, Window: 10 * time.Second, DefaultCost: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := httptest.NewServer(api)
+	t.Cleanup(target.Close)
+	cfg := e2eConfig(t, startNATS(t), target.URL)
+	cfg.Limiter.Enabled = true
+	cfg.Limiter.InitialUnitsPerMinute = 6000
+	cfg.Metrics.Listen = freeAddr(t)
+	cfg.Metrics.ui = true
+	cfg = mustValid(t, cfg)
+	src := client(t, cfg)
+	startRun(t, cfg, nil)
+
+	ctx := browsertest.New(t, browsertest.Desktop, 2*time.Minute)
+	browsertest.Do(t, ctx, "loading the live page", chromedp.Navigate("http://"+cfg.Metrics.Listen+"/ui/"))
+	browsertest.Until(t, ctx, "the first frames", `window.sluice && window.sluice.frames >= 2`)
+	for i := range jobs {
+		enqueueJob(t, src, fmt.Sprintf("ui-%03d", i), nil)
+	}
+	num := func(id string) string {
+		return `parseFloat(document.getElementById('` + id + `').textContent.replace(/,/g, ''))`
+	}
+	browsertest.Until(t, ctx, "every job to succeed on the page",
+		num("fig-succeeded")+` >= `+fmt.Sprint(jobs)+` && `+num("fig-backlog")+` === 0 && `+num("fig-rate")+` > 0`)
+	if !drained(t, src) {
+		t.Error("the page shows every job succeeded, the queue still holds some")
+	}
+	got := browsertest.Eval[map[string]string](t, ctx, `({
+  rate: document.getElementById('fig-rate').textContent,
+  tokens: document.getElementById('fig-tokens').textContent,
+  succeeded: document.getElementById('fig-succeeded').textContent,
+  jobs: document.getElementById('jobs-rows').textContent,
+  chart: document.getElementById('rate-text').textContent,
+})`)
+	t.Logf("live page: %v", got)
+	if painted := browsertest.Eval[int](t, ctx, `(() => {
+  const c = document.getElementById('rate');
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+  return n;
+})()`); painted < 500 {
+		t.Errorf("the rate chart has %d painted pixels", painted)
+	}
+	if hidden := browsertest.Eval[bool](t, ctx, `document.getElementById('members').hidden`); !hidden {
+		t.Error("the members section shows with membership off")
+	}
+	browsertest.Screenshot(t, ctx, "live-desktop")
+
+	phone := browsertest.New(t, browsertest.Phone, time.Minute)
+	browsertest.Do(t, phone, "loading the live page on a phone", chromedp.Navigate("http://"+cfg.Metrics.Listen+"/ui/"))
+	browsertest.Until(t, phone, "the first frames", `window.sluice && window.sluice.frames >= 3`)
+	if w := browsertest.Eval[int](t, phone, `document.documentElement.scrollWidth`); w > browsertest.Phone.Width {
+		t.Errorf("the live page is %d px wide on a %d px screen", w, browsertest.Phone.Width)
+	}
+	browsertest.Screenshot(t, phone, "live-phone")
+}
