@@ -98,6 +98,10 @@ type env struct {
 
 	published []string
 	start     time.Time
+
+	// embeddedPort is the port of the NATS server embedded in the first
+	// worker (0: the servers are nodes of their own).
+	embeddedPort int
 }
 
 func (s *Suite) newEnv(name string) (*env, error) {
@@ -181,8 +185,12 @@ func (e *env) startNode(nd *node) error {
 	})
 }
 
-// urls is the comma-separated client URLs of every node.
+// urls is the comma-separated client URLs of every node, or the embedded
+// server's.
 func (e *env) urls() string {
+	if e.embeddedPort > 0 {
+		return fmt.Sprintf("nats://127.0.0.1:%d", e.embeddedPort)
+	}
 	var u []string
 	for _, nd := range e.nodes {
 		u = append(u, fmt.Sprintf("nats://127.0.0.1:%d", nd.cfg.Port))
@@ -375,6 +383,9 @@ type workerOpts struct {
 	ShutdownTimeout time.Duration
 	Metrics         bool
 	LogLevel        string
+	// Embedded runs the queue in the worker (url: embedded); every
+	// worker shares the server of the first.
+	Embedded bool
 }
 
 func (o workerOpts) withDefaults() workerOpts {
@@ -415,6 +426,10 @@ func (e *env) writeConfig(id string, o workerOpts, metricsPort int) (string, err
 	if rate == 0 {
 		rate = 600
 	}
+	url := e.urls()
+	if o.Embedded {
+		url = "embedded"
+	}
 	listen := "off"
 	if metricsPort > 0 {
 		listen = fmt.Sprintf("127.0.0.1:%d", metricsPort)
@@ -424,6 +439,7 @@ source:
   kind: jetstream
   jetstream:
     url: %q
+    embedded: {store_dir: %q, port: %d}
     setup: %v
     ack_wait: %s
     fetch_wait: 500ms
@@ -451,7 +467,7 @@ worker:
 dead_letters: {kind: nats}
 metrics: {listen: %q}
 log: {format: json, level: %s}
-`, e.name, id, e.urls(), o.Setup, ackWait, target, o.TargetTimeout, o.Strict,
+`, e.name, id, url, filepath.Join(e.dir, "embedded-store"), e.embeddedPort, o.Setup, ackWait, target, o.TargetTimeout, o.Strict,
 		o.UnitsPerMinute > 0, rate, max(rate, 600), o.Instances,
 		id, o.MaxInFlight, o.ShutdownTimeout, listen, o.LogLevel)
 	path := filepath.Join(e.dir, id+".yaml")
@@ -557,8 +573,14 @@ func (e *env) deadLetters() ([]DeadLetter, error) {
 	return out, err
 }
 
-// finish stops the workers and the target, and audits.
+// finish reads the dead letters, stops the workers and the target, and
+// audits. (The dead letters are read first: with the queue embedded in a
+// worker, it goes with the worker.)
 func (e *env) finish() error {
+	dead, err := e.deadLetters()
+	if err != nil {
+		return err
+	}
 	e.mu.Lock()
 	workers := make(map[string]*Proc, len(e.workers))
 	for k, v := range e.workers {
@@ -579,10 +601,6 @@ func (e *env) finish() error {
 	}
 	defer f.Close()
 	accepted, err := Accepted(bufio.NewReaderSize(f, 1<<20))
-	if err != nil {
-		return err
-	}
-	dead, err := e.deadLetters()
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ func Scenarios() []Scenario {
 		{"poison", "2% of the messages are malformed; exactly those are dead-lettered with the right reason", poison},
 		{"sigterm", "SIGTERM with 100 jobs in flight; the worker exits within shutdown_timeout and a second worker finishes", sigterm},
 		{"cluster-node-loss", "a 3-node JetStream cluster, stream at 3 replicas; the consumer leader gets SIGKILL mid-drain and returns 15 s later", clusterNodeLoss},
+		{"kill-embedded", "the default setup: the queue embedded in the first of 2 workers, the second joining it; the first gets SIGKILL mid-drain, 2 times, and is restarted", killEmbedded},
 	}
 }
 
@@ -408,5 +409,59 @@ func clusterNodeLoss(s *Suite, e *env, rng *rand.Rand) error {
 	}
 	e.wantNoDead()
 	e.wantDuplicatesAtMost(pairInFlight, "the jobs 2 workers hold when the node goes")
+	return nil
+}
+
+func killEmbedded(s *Suite, e *env, rng *rand.Rand) error {
+	const kills, maxInFlight = 2, 64
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	e.embeddedPort = port
+	if err := e.startTarget(); err != nil {
+		return err
+	}
+	e.proxy.SetDelay(300 * time.Millisecond)
+	o := workerOpts{Embedded: true, Setup: true, Instances: 2, UnitsPerMinute: paceUnitsPerMinute, MaxInFlight: maxInFlight}
+	host, err := e.startWorker("w1", o)
+	if err != nil {
+		return err
+	}
+	if err := WaitFor(context.Background(), "the embedded server listening", 30*time.Second, 50*time.Millisecond, func() bool {
+		return host.proc.Exited() || Listening(port)
+	}); err != nil {
+		return err
+	}
+	if err := e.setupQueue(1); err != nil {
+		return err
+	}
+	if err := e.publish(validJobs(s.Jobs)); err != nil {
+		return err
+	}
+	e.logf("%d jobs published", s.Jobs)
+	if _, err := e.startWorker("w2", o); err != nil {
+		return err
+	}
+	e.start = time.Now()
+	for i, at := range randomPoints(rng, kills, 0.15, 0.6, 0.2) {
+		if err := e.waitProgress(at, drainTimeout); err != nil {
+			return err
+		}
+		host.proc.Kill()
+		e.logf("kill %d: SIGKILL %s, the embedded server's process (pid %d), at %.0f%% settled; restarting it", i+1, host.id, host.proc.Pid(), at*100)
+		e.res.notef("kill %d: %s (with the embedded server) at %.0f%% settled", i+1, host.id, at*100)
+		if err := e.runWorker(host); err != nil {
+			return err
+		}
+	}
+	if err := e.waitDrained(drainTimeout); err != nil {
+		return err
+	}
+	if err := e.finish(); err != nil {
+		return err
+	}
+	e.wantNoDead()
+	e.wantDuplicatesAtMost(kills*2*maxInFlight, "each kill takes the queue away from both workers")
 	return nil
 }
