@@ -28,11 +28,11 @@ import (
 type Live struct {
 	r *runner
 
-	dropEnd  time.Duration // end of the current quota drop; 0 when none
-	byCost   []costWindow  // units accepted in the trailing window, by cost
-	recent   []Request     // calls that reached the API since the last Requests
-	waits    []timedWait   // grants in the trailing window, oldest first
-	maxCost  float64
+	dropEnd time.Duration // end of the current quota drop; 0 when none
+	byCost  []costWindow  // units accepted in the trailing window, by cost
+	recent  []Request     // calls that reached the API since the last Requests
+	waits   []timedWait   // grants in the trailing window, oldest first
+	maxCost float64
 }
 
 type costWindow struct {
