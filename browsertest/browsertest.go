@@ -145,6 +145,17 @@ func moduleRoot() (string, error) {
 	}
 }
 
+// ScreenshotViewport saves a PNG of what the viewport shows as name (".png"
+// added) under Artifacts and returns its path.
+func ScreenshotViewport(t testing.TB, ctx context.Context, name string) string {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("browsertest: screenshot %s: %v", name, err)
+	}
+	return save(t, name, png)
+}
+
 // Screenshot saves a PNG of the whole page as name (".png" added) under
 // Artifacts and returns its path.
 func Screenshot(t testing.TB, ctx context.Context, name string) string {
@@ -153,6 +164,11 @@ func Screenshot(t testing.TB, ctx context.Context, name string) string {
 	if err != nil {
 		t.Fatalf("browsertest: screenshot %s: %v", name, err)
 	}
+	return save(t, name, png)
+}
+
+func save(t testing.TB, name string, png []byte) string {
+	t.Helper()
 	if !strings.HasSuffix(name, ".png") {
 		name += ".png"
 	}

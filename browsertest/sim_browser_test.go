@@ -175,6 +175,11 @@ func TestBrowserDropQuota(t *testing.T) {
 		t.Error("the Drop the quota button is enabled while the quota is dropped")
 	}
 	Screenshot(t, ctx, "simulator-drop")
+	// The picture of the README (docs/simulator-page.png): the cut, the
+	// quota's return and the climb after it.
+	untilVirtual(t, ctx, before.T+80)
+	Eval[bool](t, ctx, `window.scrollTo(0, 0), true`)
+	ScreenshotViewport(t, ctx, "simulator-page")
 }
 
 // TestBrowserRemoveLimiter: "Remove the limiter" restarts the same load

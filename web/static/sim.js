@@ -101,9 +101,11 @@ function onFrame(f) {
 
   // Rates chart.
   const series = [];
-  for (const inst of f.instances) {
-    series.push({ key: `i${inst.i}`, label: `Instance ${inst.i + 1}`, color: instanceColor(inst.i) });
-  }
+  // Instances often run at the same rate: each later line is thinner, so
+  // the earlier ones show around it.
+  f.instances.forEach((inst, k) => {
+    series.push({ key: `i${inst.i}`, label: `Instance ${inst.i + 1}`, color: instanceColor(inst.i), width: Math.max(1.6, 5 - 2.5 * k) });
+  });
   if (f.mode !== 'none') series.push({ key: 'sum', label: 'Sum of rates', color: SUM_COLOR, width: 2.6 });
   series.push({ key: 'quota', label: 'Quota left to these clients', color: QUOTA_COLOR, dash: true, width: 2 });
   series.push({ key: 'used', label: 'Units accepted, last 60 s', color: '#7a869a', fill: true });
@@ -246,7 +248,7 @@ function drawLanes(f) {
   g.clearRect(0, 0, w, cssH);
   const ink = getComputedStyle(c).getPropertyValue('--ink').trim() || '#222';
   const narrow = w < 520;
-  const labelW = narrow ? 30 : 86;
+  const labelW = narrow ? 30 : 92;
   const bucketW = 34;
   const apiW = 34;
   const queueX0 = labelW + 4;
@@ -284,7 +286,7 @@ function drawLanes(f) {
     let shown = 0;
     for (const cost of inst.queue_costs || []) {
       const bw = cost * unitW + (cost > 1 ? cost - 1 : 0);
-      if (x - bw < queueX0 + 26) break;
+      if (x - bw < queueX0 + 40) break;
       g.fillStyle = costColor(cost);
       g.fillRect(x - bw, mid - 8, bw, 16);
       x -= bw + 2;
@@ -353,7 +355,7 @@ function drawLanes(f) {
 let lastDescribed = 0;
 function describe(f, newThrottles) {
   const now = Date.now();
-  if (now - lastDescribed > 1000) {
+  if (now - lastDescribed > 250) {
     lastDescribed = now;
     const minute = rates.points.filter((p) => p.t > f.t - 60).reduce((a, p) => a + p.m, 0);
     const perInst = f.mode === 'none' ? 'no limiter (retry only)'
