@@ -218,14 +218,25 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer, width int) (demo
 		o.sample = time.Second
 	}
 	rep := demoReport{workers: o.workers, jobs: o.jobs, quota: o.quota}
+	// The chart's file is opened now, so that a bad path fails before the
+	// run; it is truncated only when the chart is written, and a file the
+	// demo created is removed if the chart never is.
 	var chartFile *os.File
 	if o.svg != "" {
-		f, err := os.Create(o.svg)
+		_, statErr := os.Stat(o.svg)
+		f, err := os.OpenFile(o.svg, os.O_WRONLY|os.O_CREATE, 0o644)
 		if err != nil {
 			return rep, fmt.Errorf("--svg: %w", err)
 		}
 		chartFile = f
-		defer chartFile.Close()
+		defer func() {
+			if rep.svg == "" {
+				chartFile.Close()
+				if os.IsNotExist(statErr) {
+					os.Remove(o.svg)
+				}
+			}
+		}()
 	}
 	dir, err := os.MkdirTemp(o.tempDir, "sluice-demo-")
 	if err != nil {
@@ -342,16 +353,25 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer, width int) (demo
 	rep.done = rep.api.Jobs.Distinct
 	rep.duplicates = rep.api.Jobs.Duplicates
 	if chartFile != nil {
-		if err := mon.chart().WriteSVG(chartFile); err != nil {
-			return rep, fmt.Errorf("--svg: %w", err)
-		}
-		if err := chartFile.Close(); err != nil {
+		if err := writeDemoChart(chartFile, mon.chart()); err != nil {
 			return rep, fmt.Errorf("--svg: %w", err)
 		}
 		rep.svg = o.svg
 	}
 	printDemoSummary(out, rep)
 	return rep, nil
+}
+
+// writeDemoChart replaces f's content with the chart and closes f.
+func writeDemoChart(f *os.File, c *sim.Chart) error {
+	err := f.Truncate(0)
+	if err == nil {
+		err = c.WriteSVG(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // demoConfig is the configuration every demo worker runs with.

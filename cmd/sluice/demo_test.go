@@ -190,9 +190,23 @@ func TestDemoNATSPortTaken(t *testing.T) {
 	defer ln.Close()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	t.Setenv("TMPDIR", t.TempDir())
-	_, err = execRoot(t, "demo", "--nats-port", port, "--svg", "")
-	if err == nil || !strings.Contains(err.Error(), "--nats-port") || !strings.Contains(err.Error(), port) {
-		t.Fatalf("got %v, want an error naming --nats-port and %s", err, port)
+	dir := t.TempDir()
+	fresh, old := filepath.Join(dir, "new.svg"), filepath.Join(dir, "old.svg")
+	if err := os.WriteFile(old, []byte("<svg/>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, svg := range []string{fresh, old} {
+		_, err = execRoot(t, "demo", "--nats-port", port, "--svg", svg)
+		if err == nil || !strings.Contains(err.Error(), "--nats-port") || !strings.Contains(err.Error(), port) {
+			t.Fatalf("got %v, want an error naming --nats-port and %s", err, port)
+		}
+	}
+	// A demo that fails leaves no chart behind, and an older one intact.
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("a failed demo left %s (%v)", fresh, err)
+	}
+	if b, err := os.ReadFile(old); err != nil || string(b) != "<svg/>" {
+		t.Errorf("a failed demo changed the existing chart: %q, %v", b, err)
 	}
 }
 
