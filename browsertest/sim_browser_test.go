@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/sluicehq/sluice/web"
 )
@@ -141,6 +142,9 @@ func TestBrowserSimPage(t *testing.T) {
 					t.Errorf("the page is %d px wide on a %d px screen", w, size.Width)
 				}
 			}
+			if !size.Mobile {
+				keyboard(t, ctx)
+			}
 			untilVirtual(t, ctx, 150)
 			Screenshot(t, ctx, "simulator-"+size.name)
 		})
@@ -148,6 +152,30 @@ func TestBrowserSimPage(t *testing.T) {
 	if n := srv.Sessions(); n > 2 {
 		t.Errorf("%d sessions still open", n)
 	}
+}
+
+// keyboard drives the controls with the keyboard alone: Tab from the top
+// reaches the skip link, then Pause; Enter pauses the run and Enter again
+// resumes it; the arrow keys move the quota slider, and the run follows.
+func keyboard(t *testing.T, ctx context.Context) {
+	t.Helper()
+	focused := func() string { return Eval[string](t, ctx, `document.activeElement ? document.activeElement.id || document.activeElement.className : ''`) }
+	Eval[bool](t, ctx, `document.activeElement && document.activeElement.blur(), window.scrollTo(0, 0), true`)
+	Do(t, ctx, "pressing Tab", chromedp.KeyEvent(kb.Tab))
+	if f := focused(); f != "skip" {
+		t.Errorf("first Tab focuses %q, want the skip link", f)
+	}
+	Do(t, ctx, "pressing Tab", chromedp.KeyEvent(kb.Tab))
+	if f := focused(); f != "pause" {
+		t.Fatalf("second Tab focuses %q, want Pause", f)
+	}
+	Do(t, ctx, "pressing Enter on Pause", chromedp.KeyEvent(kb.Enter))
+	Until(t, ctx, "the run to pause", `window.sluice.frame.paused && document.getElementById('pause').getAttribute('aria-pressed') === 'true'`)
+	Do(t, ctx, "pressing Enter on Resume", chromedp.KeyEvent(kb.Enter))
+	Until(t, ctx, "the run to resume", `!window.sluice.frame.paused`)
+	Do(t, ctx, "focusing the quota slider", chromedp.Focus(chromedp.ID("quota")))
+	Do(t, ctx, "pressing the right arrow twice", chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowRight))
+	Until(t, ctx, "the quota to follow the slider", `window.sluice.frame.base_quota === 3200`)
 }
 
 // TestBrowserDropQuota: "Drop the quota" makes the throttled count rise,
@@ -171,6 +199,7 @@ func TestBrowserDropQuota(t *testing.T) {
 	}
 	t.Logf("drop at %.1f s: throttled %v → %v at %.1f s; sum of rates %v → %v at %.1f s",
 		before.T, before.Throttled, rose.Throttled, rose.T, before.Sum, fell.Sum, fell.T)
+	Until(t, ctx, "an announcement for screen readers", `document.getElementById('announce').textContent.length > 0`)
 	if dropped := Eval[bool](t, ctx, `document.getElementById('drop').disabled`); !dropped {
 		t.Error("the Drop the quota button is enabled while the quota is dropped")
 	}

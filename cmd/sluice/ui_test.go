@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/web"
 )
@@ -48,6 +50,19 @@ func TestUISource(t *testing.T) {
 	}
 	if s.Jobs["succeeded"] != 7 || s.Jobs["dead_lettered"] != 1 || s.InFlight != 2 || s.Backlog != 17 || s.Members != nil {
 		t.Errorf("jobs %v, in flight %v, backlog %v, members %v", s.Jobs, s.InFlight, s.Backlog, s.Members)
+	}
+
+	// With membership, every member's rate, this worker's marked.
+	members := func() []cluster.Member {
+		return []cluster.Member{{Key: "m.a-1", ID: "a", Rate: 300, Share: 0.5}, {Key: "m.b-2", ID: "b", Rate: 290, Share: 0.5}}
+	}
+	s, err = uiSource(lim, reg, members, "m.b-2")(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []web.Member{{ID: "a", Rate: 300, Share: 0.5}, {ID: "b", Rate: 290, Share: 0.5, Self: true}}
+	if !slices.Equal(s.Members, want) {
+		t.Errorf("members %+v, want %+v", s.Members, want)
 	}
 
 	// Without the source's gauge the backlog is unknown.
