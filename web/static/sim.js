@@ -101,16 +101,21 @@ function onFrame(f) {
 
   // Rates chart.
   const series = [];
-  // Instances often run at the same rate: each later line is thinner, so
-  // the earlier ones show around it.
-  f.instances.forEach((inst, k) => {
-    series.push({ key: `i${inst.i}`, label: `Instance ${inst.i + 1}`, color: instanceColor(inst.i), width: Math.max(1.6, 5 - 2.5 * k) });
-  });
-  if (f.mode !== 'none') series.push({ key: 'sum', label: 'Sum of rates', color: SUM_COLOR, width: 2.6 });
+  if (f.mode === 'none') {
+    // No limiter, no rates: what the instances send instead.
+    series.push({ key: 'sent', label: 'Units sent to the API, last 60 s', color: SUM_COLOR, width: 2.6 });
+  } else {
+    // Instances often run at the same rate: each later line is thinner, so
+    // the earlier ones show around it.
+    f.instances.forEach((inst, k) => {
+      series.push({ key: `i${inst.i}`, label: `Instance ${inst.i + 1}`, color: instanceColor(inst.i), width: Math.max(1.6, 5 - 2.5 * k) });
+    });
+    series.push({ key: 'sum', label: 'Sum of rates', color: SUM_COLOR, width: 2.6 });
+  }
   series.push({ key: 'quota', label: 'Quota left to these clients', color: QUOTA_COLOR, dash: true, width: 2 });
   series.push({ key: 'used', label: 'Units accepted, last 60 s', color: '#7a869a', fill: true });
   rates.setSeries(series);
-  const values = { sum: f.sum_rate, quota: f.quota * perMin, used: f.used * perMin };
+  const values = { sum: f.sum_rate, quota: f.quota * perMin, used: f.used * perMin, sent: f.sent * perMin };
   for (const inst of f.instances) values[`i${inst.i}`] = inst.rate;
   if (dt > 0 || !prev) {
     rates.add(f.t, values, newThrottles);
@@ -358,7 +363,7 @@ function describe(f, newThrottles) {
   if (now - lastDescribed > 250) {
     lastDescribed = now;
     const minute = rates.points.filter((p) => p.t > f.t - 60).reduce((a, p) => a + p.m, 0);
-    const perInst = f.mode === 'none' ? 'no limiter (retry only)'
+    const perInst = f.mode === 'none' ? `no limiter (retry only), ${fmtInt(f.sent * 60 / f.window)} units per minute sent to the API`
       : f.instances.map((i) => `instance ${i.i + 1} ${fmtInt(i.rate)}`).join(', ');
     const sum = f.mode === 'none' ? '' : ` Sum of rates ${fmtInt(f.sum_rate)} units per minute.`;
     setText($('rates-text'), `At ${fmtClock(f.t)} in mode ${MODE_NAMES[f.mode]}: ${perInst}.${sum} ` +
