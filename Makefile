@@ -8,7 +8,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 PKGS     := ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test check bench bench-control fuzz release clean
+.PHONY: all build test check bench bench-control e2e fuzz release clean
 
 all: build
 
@@ -44,6 +44,11 @@ bench:
 # scenario, then a sweep of CUBIC's scale_constant (docs/simulator.md).
 bench-control:
 	sh scripts/bench-control.sh
+
+# End-to-end run with real processes (about 90 s): the model API, two
+# `sluice run` sharing an embedded JetStream, 3,000 jobs; see docs/demo.md.
+e2e:
+	GO=$(GO) ./scripts/e2e.sh
 
 # Each fuzz target for FUZZTIME, on top of its committed corpus.
 fuzz:
