@@ -74,14 +74,27 @@ func eventuallyTrue(t *testing.T, what string, ok func() bool) {
 // each limiter runs at half the budget, `sluice status` lists both, and
 // when one stops the other takes the whole budget.
 func TestRunShare(t *testing.T) {
-	for _, mode := range []string{shareMembers, shareLeases} {
-		t.Run(mode, func(t *testing.T) {
+	for _, c := range []struct {
+		mode    string
+		natsURL bool // coordinate through a server of its own, as with Pub/Sub
+	}{{shareMembers, false}, {shareLeases, false}, {shareMembers, true}} {
+		mode := c.mode
+		name := mode
+		if c.natsURL {
+			name += "_nats_url"
+		}
+		t.Run(name, func(t *testing.T) {
 			natsURL := startNATS(t)
 			target := "http://127.0.0.1:1/" // never called: no jobs
 			cfg := e2eConfig(t, natsURL, target)
 			cfg.Limiter.Enabled = true
 			cfg.Limiter.InitialUnitsPerMinute = 1200
 			cfg.Limiter.Share = shareConfig{Mode: mode, TTL: limiterDuration(3 * time.Second), Partitions: 16}
+			extra := ""
+			if c.natsURL {
+				cfg.Limiter.Share.NATSURL = startNATS(t)
+				extra = "    nats_url: " + cfg.Limiter.Share.NATSURL + "\n"
+			}
 			mustValid(t, cfg)
 
 			regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
@@ -102,7 +115,7 @@ func TestRunShare(t *testing.T) {
 
 			file := filepath.Join(t.TempDir(), "sluice.yaml")
 			yaml := "source:\n  jetstream:\n    url: " + natsURL + "\ntarget:\n  base_url: " + target +
-				"\nlimiter:\n  share:\n    mode: " + mode + "\n    ttl: 3s\n"
+				"\nlimiter:\n  share:\n    mode: " + mode + "\n    ttl: 3s\n" + extra
 			if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 				t.Fatal(err)
 			}
