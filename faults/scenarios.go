@@ -24,8 +24,8 @@ const (
 	pairInFlight       = 2 * 64 // max_in_flight of both workers
 	// onTheWire bounds the acks sent but not yet applied when a server
 	// goes: one second of calls at the pace.
-	onTheWire = paceUnitsPerMinute / 60
-	drainTimeout       = 4 * time.Minute
+	onTheWire    = paceUnitsPerMinute / 60
+	drainTimeout = 4 * time.Minute
 )
 
 // Scenarios are the fault scenarios of `make faults`, in order.
