@@ -8,7 +8,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 PKGS     := ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test check bench bench-control e2e fuzz release clean
+.PHONY: all build test check bench bench-control e2e faults flood fuzz release clean bin/faults
 
 all: build
 
@@ -49,6 +49,20 @@ bench-control:
 # `sluice run` sharing an embedded JetStream, 3,000 jobs; see docs/demo.md.
 e2e:
 	GO=$(GO) ./scripts/e2e.sh
+
+# The fault-injection suite (docs/reliability.md): real sluice, testserver
+# and NATS processes, one fault per scenario, every job audited. One or
+# some scenarios: make faults SCENARIO=poison[,sigterm].
+faults: build bin/faults
+	bin/faults -sluice bin/sluice $(if $(SCENARIO),-scenario $(SCENARIO))
+
+# 1,000,000 jobs at an unlimited rate: jobs/s and the worker's peak RSS.
+# A benchmark, not in CI.
+flood: build bin/faults
+	bin/faults -sluice bin/sluice -scenario flood
+
+bin/faults:
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/faults ./faults/cmd/faults
 
 # Each fuzz target for FUZZTIME, on top of its committed corpus.
 fuzz:
