@@ -234,7 +234,8 @@ export class TimeChart {
       g.moveTo(x, pad.t);
       g.lineTo(x, pad.t + ph);
       g.stroke();
-      g.fillText(fmtClock(t), x, pad.t + ph + 6);
+      g.textAlign = x > pad.l + pw - 16 ? 'right' : 'center';
+      g.fillText(fmtClock(t), Math.min(x, pad.l + pw + pad.r - 1), pad.t + ph + 6);
     }
     g.strokeStyle = ink;
     g.beginPath();
