@@ -8,7 +8,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 PKGS     := ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test check bench bench-control e2e e2e-members faults flood fuzz release clean bin/faults
+.PHONY: all build test test-browser check bench bench-control e2e e2e-members faults flood fuzz release clean bin/faults
 
 all: build
 
@@ -29,9 +29,16 @@ bin/promtool:
 test: $(if $(shell command -v promtool 2>/dev/null),,bin/promtool)
 	PROMTOOL=$(PROMTOOL) $(GO) test -race -shuffle=on -timeout 15m $(PKGS)
 
+# Browser tests of the simulator page and the live page (docs/ui.md), in
+# headless Chromium from Debian's package, installed when missing.
+test-browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	SLUICE_BROWSER_REQUIRED=1 $(GO) test -tags browser -count=1 -timeout 10m -run Browser ./browsertest/ ./cmd/sluice/
+
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags browser ./browsertest/ ./cmd/sluice/
 	$(GO) tool staticcheck $(PKGS)
 	$(MAKE) test
 
