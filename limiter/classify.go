@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // RetryAfterHeader names a response header that tells how long to wait
@@ -53,7 +55,7 @@ var (
 func (c Classifier) Validate() error {
 	var errs []error
 	for i, h := range c.RetryAfterHeaders {
-		if !validHeaderName(h.Name) {
+		if !httpguts.ValidHeaderFieldName(h.Name) {
 			errs = append(errs, fmt.Errorf("limiter: retry_after_headers[%d].name: must be a valid header name, got %q", i, h.Name))
 		}
 		if h.Unit < UnitSeconds || h.Unit > UnitUnixTime {
@@ -136,29 +138,4 @@ func (c Classifier) wait(h http.Header, now time.Time) (time.Duration, bool) {
 		}
 	}
 	return 0, false
-}
-
-// validHeaderName reports whether s is an RFC 9110 token.
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isTokenChar(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isTokenChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	switch c {
-	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-		return true
-	}
-	return false
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Envelope modes accepted in JobsConfig.Envelope.
@@ -214,10 +216,10 @@ func (d *Decoder) Decode(id string, header map[string]string, data []byte) (Job,
 	if len(env.Headers) > 0 {
 		job.Header = make(http.Header, len(env.Headers))
 		for k, v := range env.Headers {
-			if !validHeaderName(k) {
+			if !httpguts.ValidHeaderFieldName(k) {
 				return job, invalid(ReasonBadHeader, "header name %q is not a token", k)
 			}
-			if !validHeaderValue(v) {
+			if !httpguts.ValidHeaderFieldValue(v) {
 				return job, invalid(ReasonBadHeader, "header %q has a control character in its value", k)
 			}
 			job.Header.Set(k, v)
@@ -325,31 +327,7 @@ func checkPath(p string) error {
 }
 
 // validMethod reports whether m is an HTTP token (RFC 9110, 5.6.2).
-func validMethod(m string) bool { return m != "" && len(m) <= 32 && isToken(m) }
-
-func validHeaderName(k string) bool { return k != "" && isToken(k) }
-
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func isToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			continue
-		}
-		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
-			return false
-		}
-	}
-	return true
-}
+func validMethod(m string) bool { return len(m) <= 32 && httpguts.ValidHeaderFieldName(m) }
 
 func lookupHeader(h map[string]string, name string) string {
 	if v, ok := h[name]; ok {

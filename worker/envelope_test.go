@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 func testJobs() JobsConfig {
@@ -240,7 +242,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		for k, vs := range job.Header {
 			for _, v := range vs {
-				if !validHeaderName(k) || !validHeaderValue(v) {
+				if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(v) {
 					t.Fatalf("accepted header %q: %q", k, v)
 				}
 			}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
 )
@@ -192,7 +194,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("worker: backoff.cap: must be >= backoff.base (%v), got %v", c.BackoffBase, c.BackoffCap))
 	}
 	for i, h := range c.ResultHeaders {
-		if !validHeaderName(h) {
+		if !httpguts.ValidHeaderFieldName(h) {
 			errs = append(errs, fmt.Errorf("worker: result_headers[%d]: must be a header name, got %q", i, h))
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -103,18 +105,18 @@ func (c Config) Validate() error {
 	}
 	for _, name := range sortedKeys(c.Headers) {
 		switch {
-		case !validHeaderName(name):
+		case !httpguts.ValidHeaderFieldName(name):
 			bad("headers", fmt.Sprintf("%q", name), "a valid header name")
 		case slices.Contains(alwaysDropped, http.CanonicalHeaderKey(name)):
 			bad("headers."+name, "a connection or framing header", "a header the client does not set itself")
-		case !validHeaderValue(c.Headers[name]):
+		case !httpguts.ValidHeaderFieldValue(c.Headers[name]):
 			// The value is secret: say what is wrong, not what it is.
 			bad("headers."+name, "a value with a control character (CR, LF, NUL...)", "a valid header value")
 		}
 	}
 	for i, name := range c.AllowJobHeaders {
 		switch canon := http.CanonicalHeaderKey(name); {
-		case !validHeaderName(name):
+		case !httpguts.ValidHeaderFieldName(name):
 			bad(fmt.Sprintf("allow_job_headers[%d]", i), fmt.Sprintf("%q", name), "a valid header name")
 		case slices.Contains(alwaysDropped, canon):
 			bad(fmt.Sprintf("allow_job_headers[%d]", i), fmt.Sprintf("%q", name),
@@ -122,11 +124,11 @@ func (c Config) Validate() error {
 		}
 	}
 	for i, name := range c.ResponseHeaders {
-		if !validHeaderName(name) {
+		if !httpguts.ValidHeaderFieldName(name) {
 			bad(fmt.Sprintf("response_headers[%d]", i), fmt.Sprintf("%q", name), "a valid header name")
 		}
 	}
-	if c.UserAgent != "" && !validHeaderValue(c.UserAgent) {
+	if c.UserAgent != "" && !httpguts.ValidHeaderFieldValue(c.UserAgent) {
 		bad("user_agent", fmt.Sprintf("%q", c.UserAgent), "a valid header value")
 	}
 	if err := c.Classifier.Validate(); err != nil {

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // ErrInvalidRequest is wrapped by every error for a request that cannot be
@@ -71,7 +73,7 @@ func checkMethod(m string) (string, error) {
 	if strings.EqualFold(m, http.MethodConnect) {
 		return "", invalid("method: CONNECT is not allowed")
 	}
-	if !validHeaderName(m) { // a method is a token, like a header name
+	if !httpguts.ValidHeaderFieldName(m) { // a method is a token, like a header name
 		return "", invalid("method: must be a token, got %s", quote(m))
 	}
 	return m, nil
@@ -226,11 +228,11 @@ func (s *Sink) filterHeaders(in http.Header) (http.Header, error) {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		if !validHeaderName(name) {
+		if !httpguts.ValidHeaderFieldName(name) {
 			return nil, invalid("header %s: invalid name", quote(name))
 		}
 		for _, v := range in[name] {
-			if !validHeaderValue(v) {
+			if !httpguts.ValidHeaderFieldValue(v) {
 				// Do not echo the value: it may be a credential.
 				return nil, invalid("header %s: value contains CR, LF or another control character", name)
 			}
@@ -262,36 +264,4 @@ func (s *Sink) filterHeaders(in http.Header) (http.Header, error) {
 		out.Set("User-Agent", s.cfg.UserAgent)
 	}
 	return out, nil
-}
-
-// validHeaderName reports whether s is an RFC 9110 token.
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isTokenChar(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isTokenChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
-
-// validHeaderValue reports whether s holds no control character but
-// horizontal tab (RFC 9110 field-value, obs-text allowed).
-func validHeaderValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
