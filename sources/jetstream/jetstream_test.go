@@ -1,7 +1,6 @@
 package jetstream_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -341,9 +339,8 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// The kill test. The helper process opens the source from the environment,
-// receives kill_count messages without settling them, says "held N" and
-// waits to be killed.
+// The kill test (sourcetest.StartHolder). The helper process opens the
+// source from the environment and holds count messages until killed.
 const helperEnv = "SLUICE_JETSTREAM_HELPER"
 
 func TestHelperProcess(t *testing.T) {
@@ -356,23 +353,9 @@ func TestHelperProcess(t *testing.T) {
 	ackWait, _ := time.ParseDuration(f[3])
 	n, _ := strconv.Atoi(f[4])
 	cfg := jetstream.Config{URL: f[0], Stream: f[1], Subjects: []string{f[2]}, Consumer: "w", Setup: true, AckWait: ackWait, FetchWait: 250 * time.Millisecond}
-	s, err := jetstream.Open(context.Background(), cfg, nil)
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
-	}
-	var held []sources.Message
-	deadline := time.Now().Add(60 * time.Second)
-	for len(held) < n && time.Now().Before(deadline) {
-		msgs, err := s.Receive(context.Background(), n-len(held))
-		if err != nil {
-			fmt.Println("error", err)
-			os.Exit(2)
-		}
-		held = append(held, msgs...)
-	}
-	fmt.Println("held", len(held))
-	select {} // until killed
+	sourcetest.HoldUntilKilled(func() (sources.Source, error) {
+		return jetstream.Open(context.Background(), cfg, nil)
+	}, n)
 }
 
 func TestKilledConsumer(t *testing.T) {
@@ -390,64 +373,12 @@ func TestKilledConsumer(t *testing.T) {
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s %d", helperEnv, cfg.URL, cfg.Stream, cfg.Subjects[0], cfg.AckWait, n))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "held ") || strings.HasPrefix(sc.Text(), "error ") {
-				line <- sc.Text()
-				return
-			}
-		}
-		line <- "helper exited"
-	}()
-	select {
-	case l := <-line:
-		if l != fmt.Sprintf("held %d", n) {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("helper: %s", l)
-		}
-	case <-time.After(90 * time.Second):
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatal("helper did not report")
-	}
+	kill := sourcetest.StartHolder(t, cmd, n)
 	if st, err := pub.Stats(t.Context()); err != nil || st.AckPending != n {
 		t.Errorf("before the kill: %+v, %v; want %d ack pending", st, err, n)
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-
-	got := map[string]bool{}
-	deadline := time.Now().Add(cfg.AckWait + 60*time.Second)
-	for len(got) < n && time.Now().Before(deadline) {
-		msgs, err := pub.Receive(t.Context(), n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range msgs {
-			if m.DeliveryCount() < 2 {
-				t.Errorf("%s: DeliveryCount %d, want >= 2", m.ID(), m.DeliveryCount())
-			}
-			got[m.ID()] = true
-			if err := m.Ack(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if len(got) != n {
-		t.Fatalf("second consumer received %d of the %d messages the killed one held", len(got), n)
-	}
+	kill()
+	sourcetest.ReceiveRedelivered(t, pub, n, cfg.AckWait+60*time.Second)
 }
 
 // TestServerRestart: a consumer keeps working across a restart of the
