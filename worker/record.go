@@ -91,12 +91,18 @@ func newResult(job Job, resp Response, names []string) Result {
 			r.Headers[http.CanonicalHeaderKey(n)] = v
 		}
 	}
-	if utf8.Valid(resp.Body) {
-		r.Body = string(resp.Body)
-	} else {
-		r.BodyBase64 = base64.StdEncoding.EncodeToString(resp.Body)
-	}
+	r.setBody(resp.Body)
 	return r
+}
+
+// setBody sets Body to b when it is valid UTF-8, else BodyBase64.
+func (r *Result) setBody(b []byte) {
+	r.Body, r.BodyBase64 = "", ""
+	if utf8.Valid(b) {
+		r.Body = string(b)
+	} else {
+		r.BodyBase64 = base64.StdEncoding.EncodeToString(b)
+	}
 }
 
 // excerpt returns the first n bytes of b as valid UTF-8.

@@ -23,39 +23,31 @@ type RecordLimiter interface {
 // does not fit even without a payload is returned as it is; publishing it
 // fails and the job is redelivered.
 func fitRecord(out Output, key string, rec *DeadLetter, payload, data []byte) ([]byte, error) {
-	lim, ok := out.(RecordLimiter)
-	if !ok {
-		return data, nil
-	}
-	maxBytes := lim.MaxRecordBytes(key)
-	if len(data) <= maxBytes {
-		return data, nil
-	}
 	kept := len(rec.Payload)
 	if rec.PayloadBase64 != "" {
 		kept = base64.StdEncoding.DecodedLen(len(rec.PayloadBase64))
 	}
-	best := *rec
-	fit, err := longestFit(payload, min(kept, len(payload)), maxBytes, func(n int) ([]byte, error) {
-		r := *rec
+	return fit(out, key, rec, payload, min(kept, len(payload)), data, func(r DeadLetter, n int) DeadLetter {
 		r.Payload, r.PayloadBase64 = "", ""
 		r.setPayload(payload, n)
 		r.PayloadTruncated = true
-		b, err := json.Marshal(r)
-		if err == nil && len(b) <= maxBytes {
-			best = r
-		}
-		return b, err
+		return r
 	})
-	if err != nil || fit == nil {
-		return data, err
-	}
-	*rec = best
-	return fit, nil
 }
 
 // fitResult is fitRecord for a result record: it cuts the response body.
 func fitResult(out Output, key string, res *Result, body, data []byte) ([]byte, error) {
+	return fit(out, key, res, body, len(body), data, func(r Result, n int) Result {
+		r.setBody(body[:n])
+		r.BodyTruncated = true
+		return r
+	})
+}
+
+// fit is fitRecord and fitResult: data is rec's encoding, p the bytes
+// cut(rec, n) keeps a prefix of, and limit the longest prefix to try. On
+// a fit, *rec becomes the cut record whose encoding is returned.
+func fit[R any](out Output, key string, rec *R, p []byte, limit int, data []byte, cut func(r R, n int) R) ([]byte, error) {
 	lim, ok := out.(RecordLimiter)
 	if !ok {
 		return data, nil
@@ -64,27 +56,20 @@ func fitResult(out Output, key string, res *Result, body, data []byte) ([]byte, 
 	if len(data) <= maxBytes {
 		return data, nil
 	}
-	best := *res
-	fit, err := longestFit(body, len(body), maxBytes, func(n int) ([]byte, error) {
-		r := *res
-		r.Body, r.BodyBase64 = "", ""
-		if b := body[:n]; utf8.Valid(b) {
-			r.Body = string(b)
-		} else {
-			r.BodyBase64 = base64.StdEncoding.EncodeToString(b)
-		}
-		r.BodyTruncated = true
+	best := *rec
+	enc, err := longestFit(p, limit, maxBytes, func(n int) ([]byte, error) {
+		r := cut(*rec, n)
 		b, err := json.Marshal(r)
 		if err == nil && len(b) <= maxBytes {
 			best = r
 		}
 		return b, err
 	})
-	if err != nil || fit == nil {
+	if err != nil || enc == nil {
 		return data, err
 	}
-	*res = best
-	return fit, nil
+	*rec = best
+	return enc, nil
 }
 
 // longestFit finds the longest prefix of p, at most limit bytes, whose
