@@ -104,6 +104,40 @@ func (e *env) startPair(o workerOpts) ([]*worker, error) {
 	return ws, nil
 }
 
+// killAndRestart waits for each fraction of the drain in points, then
+// kills the worker pick chooses with SIGKILL and restarts it. pick also
+// names the worker for the log and the result's notes.
+func (e *env) killAndRestart(points []float64, pick func() (*worker, string)) error {
+	for i, at := range points {
+		if err := e.waitProgress(at, drainTimeout); err != nil {
+			return err
+		}
+		w, name := pick()
+		w.proc.Kill()
+		e.logf("kill %d: SIGKILL %s (pid %d) at %.0f%% settled; restarting it", i+1, name, w.proc.Pid(), at*100)
+		e.res.notef("kill %d: %s at %.0f%% settled", i+1, name, at*100)
+		if err := e.runWorker(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drainedClean waits for the drain, stops everything and audits it, and
+// checks that no job was dead-lettered and that at most dups jobs reached
+// the target more than once, for the reason why.
+func (e *env) drainedClean(dups int, why string) error {
+	if err := e.waitDrained(drainTimeout); err != nil {
+		return err
+	}
+	if err := e.finish(); err != nil {
+		return err
+	}
+	e.wantNoDead()
+	e.wantDuplicatesAtMost(dups, why)
+	return nil
+}
+
 // randomPoints returns n sorted fractions in [lo, hi], at least gap apart.
 func randomPoints(rng *rand.Rand, n int, lo, hi, gap float64) []float64 {
 	for {
@@ -134,27 +168,14 @@ func killWorker(s *Suite, e *env, rng *rand.Rand) error {
 	if err != nil {
 		return err
 	}
-	for i, at := range randomPoints(rng, kills, 0.1, 0.75, 0.12) {
-		if err := e.waitProgress(at, drainTimeout); err != nil {
-			return err
-		}
+	pick := func() (*worker, string) {
 		w := ws[rng.IntN(len(ws))]
-		w.proc.Kill()
-		e.logf("kill %d: SIGKILL %s (pid %d) at %.0f%% settled; restarting it", i+1, w.id, w.proc.Pid(), at*100)
-		e.res.notef("kill %d: %s at %.0f%% settled", i+1, w.id, at*100)
-		if err := e.runWorker(w); err != nil {
-			return err
-		}
+		return w, w.id
 	}
-	if err := e.waitDrained(drainTimeout); err != nil {
+	if err := e.killAndRestart(randomPoints(rng, kills, 0.1, 0.75, 0.12), pick); err != nil {
 		return err
 	}
-	if err := e.finish(); err != nil {
-		return err
-	}
-	e.wantNoDead()
-	e.wantDuplicatesAtMost(kills*maxInFlight, fmt.Sprintf("%d kills of a worker holding at most %d jobs", kills, maxInFlight))
-	return nil
+	return e.drainedClean(kills*maxInFlight, fmt.Sprintf("%d kills of a worker holding at most %d jobs", kills, maxInFlight))
 }
 
 func restartNATS(s *Suite, e *env, rng *rand.Rand) error {
@@ -177,15 +198,7 @@ func restartNATS(s *Suite, e *env, rng *rand.Rand) error {
 	}
 	e.logf("nats started again")
 	e.res.notef("nats stopped at %.0f%% settled, for 10s", at*100)
-	if err := e.waitDrained(drainTimeout); err != nil {
-		return err
-	}
-	if err := e.finish(); err != nil {
-		return err
-	}
-	e.wantNoDead()
-	e.wantDuplicatesAtMost(pairInFlight+onTheWire, "the jobs 2 workers hold when the server goes, and the acks on the wire")
-	return nil
+	return e.drainedClean(pairInFlight+onTheWire, "the jobs 2 workers hold when the server goes, and the acks on the wire")
 }
 
 // targetFault switches the proxy to mode for d at a random point
@@ -363,15 +376,7 @@ func sigterm(s *Suite, e *env, rng *rand.Rand) error {
 	if _, err := e.startWorker("w2", o); err != nil {
 		return err
 	}
-	if err := e.waitDrained(drainTimeout); err != nil {
-		return err
-	}
-	if err := e.finish(); err != nil {
-		return err
-	}
-	e.wantNoDead()
-	e.wantDuplicatesAtMost(maxInFlight, "jobs in flight at SIGTERM")
-	return nil
+	return e.drainedClean(maxInFlight, "jobs in flight at SIGTERM")
 }
 
 func clusterNodeLoss(s *Suite, e *env, rng *rand.Rand) error {
@@ -404,15 +409,7 @@ func clusterNodeLoss(s *Suite, e *env, rng *rand.Rand) error {
 		return err
 	}
 	e.logf("node %s restarted", victim.cfg.Name)
-	if err := e.waitDrained(drainTimeout); err != nil {
-		return err
-	}
-	if err := e.finish(); err != nil {
-		return err
-	}
-	e.wantNoDead()
-	e.wantDuplicatesAtMost(pairInFlight+onTheWire, "the jobs 2 workers hold when the node goes, and the acks on the wire")
-	return nil
+	return e.drainedClean(pairInFlight+onTheWire, "the jobs 2 workers hold when the node goes, and the acks on the wire")
 }
 
 func killEmbedded(s *Suite, e *env, rng *rand.Rand) error {
@@ -447,24 +444,9 @@ func killEmbedded(s *Suite, e *env, rng *rand.Rand) error {
 		return err
 	}
 	e.start = time.Now()
-	for i, at := range randomPoints(rng, kills, 0.15, 0.6, 0.2) {
-		if err := e.waitProgress(at, drainTimeout); err != nil {
-			return err
-		}
-		host.proc.Kill()
-		e.logf("kill %d: SIGKILL %s, the embedded server's process (pid %d), at %.0f%% settled; restarting it", i+1, host.id, host.proc.Pid(), at*100)
-		e.res.notef("kill %d: %s (with the embedded server) at %.0f%% settled", i+1, host.id, at*100)
-		if err := e.runWorker(host); err != nil {
-			return err
-		}
-	}
-	if err := e.waitDrained(drainTimeout); err != nil {
+	pick := func() (*worker, string) { return host, host.id + " (with the embedded server)" }
+	if err := e.killAndRestart(randomPoints(rng, kills, 0.15, 0.6, 0.2), pick); err != nil {
 		return err
 	}
-	if err := e.finish(); err != nil {
-		return err
-	}
-	e.wantNoDead()
-	e.wantDuplicatesAtMost(kills*(2*maxInFlight+onTheWire), "each kill takes the queue away from both workers, and the acks on the wire")
-	return nil
+	return e.drainedClean(kills*(2*maxInFlight+onTheWire), "each kill takes the queue away from both workers, and the acks on the wire")
 }
