@@ -332,8 +332,18 @@ func appendLine(b []byte, ev traceEvent, at time.Duration, c *Core, now time.Tim
 	} else {
 		b = append(b, "null"...)
 	}
-	b = append(b, `, "granted": [`...)
-	for i, d := range granted {
+	b = append(b, `, "granted": `...)
+	b = appendDecisions(b, granted, byID)
+	b = append(b, `, "rejected": `...)
+	b = appendDecisions(b, rejected, byID)
+	return append(b, "}\n"...)
+}
+
+// appendDecisions writes ds as a JSON list of {"id", "at"} objects, with
+// the "reason" of each one that was not granted.
+func appendDecisions(b []byte, ds []Decision, byID map[uint64]*traceReq) []byte {
+	b = append(b, '[')
+	for i, d := range ds {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
@@ -341,22 +351,13 @@ func appendLine(b []byte, ev traceEvent, at time.Duration, c *Core, now time.Tim
 		b = appendString(b, byID[d.ID].name)
 		b = append(b, `, "at": `...)
 		b = appendSeconds(b, d.At.Sub(traceStart))
-		b = append(b, '}')
-	}
-	b = append(b, `], "rejected": [`...)
-	for i, d := range rejected {
-		if i > 0 {
-			b = append(b, ", "...)
+		if d.Status != Granted {
+			b = append(b, `, "reason": `...)
+			b = appendString(b, string(d.Reason))
 		}
-		b = append(b, `{"id": `...)
-		b = appendString(b, byID[d.ID].name)
-		b = append(b, `, "at": `...)
-		b = appendSeconds(b, d.At.Sub(traceStart))
-		b = append(b, `, "reason": `...)
-		b = appendString(b, string(d.Reason))
 		b = append(b, '}')
 	}
-	return append(b, "]}\n"...)
+	return append(b, ']')
 }
 
 func appendString(b []byte, s string) []byte {
