@@ -43,6 +43,7 @@ type Source struct {
 var (
 	_ sources.Source      = (*Source)(nil)
 	_ sources.StatsSource = (*Source)(nil)
+	_ sources.Message     = (*message)(nil)
 )
 
 // Open connects to the server (starting the embedded one when cfg.URL is

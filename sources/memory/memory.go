@@ -315,6 +315,7 @@ type Source struct {
 var (
 	_ sources.Source      = (*Source)(nil)
 	_ sources.StatsSource = (*Source)(nil)
+	_ sources.Message     = (*message)(nil)
 )
 
 // Queue returns the queue this consumer reads.
