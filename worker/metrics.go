@@ -82,9 +82,13 @@ func (m *Metrics) addInFlight(d float64) {
 	}
 }
 
+var statusClasses = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// statusClass is the status_class label of a status: 1xx…5xx, or "error"
+// for none (0) or one out of range.
 func statusClass(status int) string {
 	if status < 100 || status > 599 {
 		return "error"
 	}
-	return string(rune('0'+status/100)) + "xx"
+	return statusClasses[status/100-1]
 }
