@@ -242,8 +242,9 @@ func (d *Decoder) Decode(id string, header map[string]string, data []byte) (Job,
 		}
 		job.Body = []byte(s)
 	case hasBody:
-		// Any other JSON value is sent as it stands.
-		job.Body = append([]byte(nil), env.Body...)
+		// Any other JSON value is sent as it stands (Unmarshal gave
+		// env.Body its own copy of the bytes).
+		job.Body = env.Body
 	}
 	return job, nil
 }
