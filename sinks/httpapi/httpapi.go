@@ -163,20 +163,29 @@ func (s *Sink) Close() error {
 // header values with CR, LF or other control characters, and more than
 // 64 KiB of job headers.
 func (s *Sink) Check(r Request) error {
-	_, err := s.build(context.Background(), r)
+	_, _, _, err := s.prepare(r)
 	return err
 }
 
-func (s *Sink) build(ctx context.Context, r Request) (*http.Request, error) {
+// prepare checks r and returns the method, URL and headers to send.
+func (s *Sink) prepare(r Request) (string, *url.URL, http.Header, error) {
 	method, err := checkMethod(r.Method)
 	if err != nil {
-		return nil, err
+		return "", nil, nil, err
 	}
 	u, err := resolve(s.base, r.Path)
 	if err != nil {
-		return nil, err
+		return "", nil, nil, err
 	}
 	h, err := s.filterHeaders(r.Header)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return method, u, h, nil
+}
+
+func (s *Sink) build(ctx context.Context, r Request) (*http.Request, error) {
+	method, u, h, err := s.prepare(r)
 	if err != nil {
 		return nil, err
 	}
