@@ -488,14 +488,20 @@ func (c *Core) pop() {
 	c.compactQueue()
 }
 
-func (c *Core) compactQueue() {
+func (c *Core) compactQueue() { c.q, c.qh = compact(c.q, c.qh) }
+
+// compact returns s and its head h (the index of its first live element)
+// with the consumed elements before h dropped once they are all of s, or
+// more than half of a long s; else s and h as they are.
+func compact[T any](s []T, h int) ([]T, int) {
 	switch {
-	case c.qh == len(c.q):
-		c.q, c.qh = c.q[:0], 0
-	case c.qh > 64 && c.qh*2 > len(c.q):
-		n := copy(c.q, c.q[c.qh:])
-		c.q, c.qh = c.q[:n], 0
+	case h == len(s):
+		return s[:0], 0
+	case h > 64 && h*2 > len(s):
+		n := copy(s, s[h:])
+		return s[:n], 0
 	}
+	return s, h
 }
 
 func (c *Core) recordGrant(t time.Duration, u float64) {
@@ -507,13 +513,7 @@ func (c *Core) pruneGrants(t time.Duration) {
 	for c.gh < len(c.grants) && c.grants[c.gh].at <= t-measureWindow {
 		c.gh++
 	}
-	switch {
-	case c.gh == len(c.grants):
-		c.grants, c.gh = c.grants[:0], 0
-	case c.gh > 64 && c.gh*2 > len(c.grants):
-		n := copy(c.grants, c.grants[c.gh:])
-		c.grants, c.gh = c.grants[:n], 0
-	}
+	c.grants, c.gh = compact(c.grants, c.gh)
 }
 
 // measured returns the units granted in (t−10s, t] times 6, or −1 before
