@@ -90,7 +90,7 @@ func TestTLSClientCert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, err := server.NewServer(&server.Options{
+	ns := runServer(t, &server.Options{
 		Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
 		JetStream: true, StoreDir: t.TempDir(),
 		TLS: true, TLSVerify: true, TLSTimeout: 5,
@@ -101,14 +101,6 @@ func TestTLSClientCert(t *testing.T) {
 			MinVersion:   tls.VersionTLS12,
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
 	cfg := uniqueConfig(ns.ClientURL())
 
 	// Without a client certificate the server refuses the connection.
@@ -145,20 +137,12 @@ func TestNKeyAndUserAuth(t *testing.T) {
 	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ns, err := server.NewServer(&server.Options{
+	ns := runServer(t, &server.Options{
 		Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
 		JetStream: true, StoreDir: t.TempDir(),
 		Nkeys: []*server.NkeyUser{{Nkey: pub}},
 		Users: []*server.User{{Username: "sluice", Password: "pa55word"}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
 	for name, auth := range map[string]jetstream.Auth{
 		"nkey": {NKeySeedFile: seedFile},
 		"user": {User: "sluice", Password: "pa55word"},

@@ -33,6 +33,21 @@ func startServer(t *testing.T) *jetstream.Server {
 	return srv
 }
 
+// runServer starts a nats-server with opts, stopped when the test ends.
+func runServer(t *testing.T, opts *server.Options) *server.Server {
+	t.Helper()
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	return ns
+}
+
 var nameSeq atomic.Int64
 
 // uniqueConfig returns a Config for url with stream, subjects and consumer
@@ -129,15 +144,7 @@ func TestEmbeddedJoinsByPort(t *testing.T) {
 	}
 	_ = s.Close()
 
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, ServerName: "other"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	ns := runServer(t, &server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, ServerName: "other"})
 	cfg.Embedded.Port = ns.Addr().(*net.TCPAddr).Port
 	if _, err := jetstream.Open(t.Context(), cfg, nil); !errors.Is(err, jetstream.ErrPortInUse) {
 		t.Errorf("Open on the port of another NATS server: %v, want ErrPortInUse", err)
@@ -270,19 +277,11 @@ func TestSetupFalseNeedsConsumer(t *testing.T) {
 
 func TestAuthTokenNotInErrors(t *testing.T) {
 	opts := &server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, Authorization: "s3cret-token"}
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	ns := runServer(t, opts)
 	cfg := uniqueConfig(ns.ClientURL())
 	cfg.Setup = false
 	cfg.Auth.Token = "wrong-token"
-	_, err = jetstream.Open(t.Context(), cfg, nil)
+	_, err := jetstream.Open(t.Context(), cfg, nil)
 	if err == nil {
 		t.Fatal("connected with a wrong token")
 	}
