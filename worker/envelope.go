@@ -52,12 +52,12 @@ type JobType struct {
 	Cost   float64 // units per job of this type; 0 means free (never waits)
 }
 
-// DefaultJobType is used for a job whose type is not configured (when
+// defaultJobType is used for a job whose type is not configured (when
 // JobsConfig.Strict is off and the default type is not configured either).
-var DefaultJobType = JobType{Method: http.MethodPost, Path: "/", Cost: 1}
+var defaultJobType = JobType{Method: http.MethodPost, Path: "/", Cost: 1}
 
 // JobsConfig says how messages become jobs. The zero value decodes JSON
-// envelopes, accepts any type with DefaultJobType, and caps envelopes at
+// envelopes, accepts any type as POST / at 1 unit, and caps envelopes at
 // DefaultMaxEnvelopeBytes.
 type JobsConfig struct {
 	Envelope         string // EnvelopeJSON (default) or EnvelopeRaw
@@ -67,7 +67,7 @@ type JobsConfig struct {
 	// DefaultType is the type of a job that names none; default "default".
 	DefaultType string
 	// Types maps a type name to its defaults. A job of a type not listed
-	// here takes Types[DefaultType] if that exists, else DefaultJobType.
+	// here takes Types[DefaultType] if that exists, else POST / at 1 unit.
 	Types map[string]JobType
 }
 
@@ -261,15 +261,15 @@ func (d *Decoder) applyType(job *Job, env *envelope, cost *float64) error {
 			return invalid(ReasonUnknownType, "type %q is not configured (jobs.strict is on)", truncate(job.Type, 64))
 		}
 		if t, ok = d.cfg.Types[d.cfg.DefaultType]; !ok {
-			t = DefaultJobType
+			t = defaultJobType
 		}
 	}
 	job.Method, job.Path, job.Cost = t.Method, t.Path, t.Cost
 	if job.Method == "" {
-		job.Method = DefaultJobType.Method
+		job.Method = defaultJobType.Method
 	}
 	if job.Path == "" {
-		job.Path = DefaultJobType.Path
+		job.Path = defaultJobType.Path
 	}
 	if env != nil {
 		if env.Method != nil && *env.Method != "" {
