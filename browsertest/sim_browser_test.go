@@ -159,7 +159,9 @@ func TestBrowserSimPage(t *testing.T) {
 // resumes it; the arrow keys move the quota slider, and the run follows.
 func keyboard(t *testing.T, ctx context.Context) {
 	t.Helper()
-	focused := func() string { return Eval[string](t, ctx, `document.activeElement ? document.activeElement.id || document.activeElement.className : ''`) }
+	focused := func() string {
+		return Eval[string](t, ctx, `document.activeElement ? document.activeElement.id || document.activeElement.className : ''`)
+	}
 	Eval[bool](t, ctx, `document.activeElement && document.activeElement.blur(), window.scrollTo(0, 0), true`)
 	Do(t, ctx, "pressing Tab", chromedp.KeyEvent(kb.Tab))
 	if f := focused(); f != "skip" {
