@@ -241,53 +241,76 @@ func (r *shareRun) close() {
 	}
 }
 
-// printMembers lists the live members of the share bucket for `sluice
-// status`, when the config file sets members or leases; nothing in static
-// mode.
-func printMembers(ctx context.Context, file string, src sourceConfig, w io.Writer, log *slog.Logger) error {
+// memberList is what sluice status shows of limiter.share: the live
+// members of the budget's bucket.
+type memberList struct {
+	Mode       string           `json:"mode"`
+	Partitions int              `json:"partitions,omitempty"` // leases mode
+	Members    []cluster.Member `json:"members"`              // empty when the bucket does not exist yet
+}
+
+// listMembers reads the live members of the budget that the config file
+// describes; nil when limiter.share.mode is static.
+func listMembers(ctx context.Context, file string, src sourceConfig, log *slog.Logger) (*memberList, error) {
 	cfg, err := commandConfig(file)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sc := cfg.Limiter.Share
 	if sc.Mode == shareStatic || sc.Mode == "" {
-		return nil
+		return nil, nil
 	}
 	var js njs.JetStream
 	if sc.NATSURL != "" {
 		var nc *nats.Conn
 		if js, nc, err = sc.coordination(nil); err != nil {
-			return err
+			return nil, err
 		}
 		defer nc.Close()
 	} else {
 		if src.Kind != sourceJetStream {
-			return errors.New("limiter.share.nats_url: required unless source.kind is jetstream")
+			return nil, errors.New("limiter.share.nats_url: required unless source.kind is jetstream")
 		}
 		s, err := src.JetStream.openJetStream(ctx, log)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer s.Close()
 		js = s.JetStream()
 	}
-	bucket := sc.bucket(cfg.Target.BaseURL)
-	members, err := cluster.List(ctx, js, bucket)
+	ml := &memberList{Mode: sc.Mode, Members: []cluster.Member{}}
+	if sc.Mode == shareLeases {
+		ml.Partitions = sc.Partitions
+	}
+	members, err := cluster.List(ctx, js, sc.bucket(cfg.Target.BaseURL))
 	if errors.Is(err, njs.ErrBucketNotFound) {
-		_, err = fmt.Fprintf(w, "%-24s %10s\n", "members ("+sc.Mode+")", "none")
-		return err
+		return ml, nil
 	}
 	if err != nil {
-		return fmt.Errorf("status: %w", err)
+		return nil, fmt.Errorf("status: %w", err)
 	}
-	if _, err := fmt.Fprintf(w, "%-24s %10d\n", "members ("+sc.Mode+")", len(members)); err != nil {
+	ml.Members = members
+	return ml, nil
+}
+
+// printMembers writes the live members as a table (nothing in static mode).
+func printMembers(ctx context.Context, file string, src sourceConfig, w io.Writer, log *slog.Logger) error {
+	ml, err := listMembers(ctx, file, src, log)
+	if err != nil || ml == nil {
+		return err
+	}
+	if len(ml.Members) == 0 {
+		_, err = fmt.Fprintf(w, "%-24s %10s\n", "members ("+ml.Mode+")", "none")
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "%-24s %10d\n", "members ("+ml.Mode+")", len(ml.Members)); err != nil {
 		return err
 	}
 	now := time.Now()
-	for _, m := range members {
+	for _, m := range ml.Members {
 		leases := ""
-		if sc.Mode == shareLeases {
-			leases = fmt.Sprintf("  leases %d/%d", m.Leases, sc.Partitions)
+		if ml.Mode == shareLeases {
+			leases = fmt.Sprintf("  leases %d/%d", m.Leases, ml.Partitions)
 		}
 		if _, err := fmt.Fprintf(w, "  %-30s rate %9.1f/min  share %6.4f%s  up %s\n",
 			m.ID, m.Rate, m.Share, leases, now.Sub(m.Started).Round(time.Second)); err != nil {

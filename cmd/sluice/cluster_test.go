@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -128,6 +130,28 @@ func TestRunShare(t *testing.T) {
 				return strings.HasPrefix(strings.Join(strings.Fields(s), " "), "members ("+mode+") 2 ") &&
 					strings.Count(s, "rate     600.0/min") == 2 && strings.Contains(s, "  a ") && strings.Contains(s, "  b ")
 			})
+
+			// status --json carries the same members.
+			var js bytes.Buffer
+			root := newRootCmd()
+			root.SetArgs([]string{"status", "-c", file, "--json"})
+			root.SetOut(&js)
+			root.SetErr(io.Discard)
+			if err := root.ExecuteContext(t.Context()); err != nil {
+				t.Fatalf("status --json: %v", err)
+			}
+			var st statusJSON
+			if err := json.Unmarshal(js.Bytes(), &st); err != nil {
+				t.Fatalf("status --json: %v in %s", err, js.Bytes())
+			}
+			if st.Share == nil || st.Share.Mode != mode || len(st.Share.Members) != 2 {
+				t.Fatalf("status --json: share = %+v, want mode %s with 2 members", st.Share, mode)
+			}
+			for _, m := range st.Share.Members {
+				if math.Abs(m.Rate-600) > 1e-6 {
+					t.Errorf("status --json: member %s rate %v, want 600", m.ID, m.Rate)
+				}
+			}
 
 			a.stop(t)
 			eventuallyTrue(t, "the whole budget on b", func() bool {

@@ -39,10 +39,22 @@ directory for the time it runs.`,
 			if err := f.apply(cmd, &cfg); err != nil {
 				return err
 			}
-			if err := runStatus(cmd.Context(), cfg, asJSON, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil || asJSON {
+			log := commandLogger(cmd.ErrOrStderr())
+			if !asJSON {
+				if err := runStatus(cmd.Context(), cfg, false, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+					return err
+				}
+				return printMembers(cmd.Context(), f.config, cfg, cmd.OutOrStdout(), log) // limiter.share members
+			}
+			st, err := queueStats(cmd.Context(), cfg, cmd.ErrOrStderr())
+			if err != nil {
 				return err
 			}
-			return printMembers(cmd.Context(), f.config, cfg, cmd.OutOrStdout(), commandLogger(cmd.ErrOrStderr())) // limiter.share members
+			members, err := listMembers(cmd.Context(), f.config, cfg, log)
+			if err != nil {
+				return err
+			}
+			return writeStatusJSON(cmd.OutOrStdout(), st, members)
 		},
 	}
 	f.register(cmd)
@@ -51,33 +63,41 @@ directory for the time it runs.`,
 }
 
 // statusJSON is the output of status --json; dead_letters is null when the
-// source cannot tell.
+// source cannot tell, and members is there only when limiter.share.mode is
+// members or leases.
 type statusJSON struct {
-	Pending     int64  `json:"pending"`
-	AckPending  int64  `json:"ack_pending"`
-	Redelivered int64  `json:"redelivered"`
-	DeadLetters *int64 `json:"dead_letters"`
+	Pending     int64       `json:"pending"`
+	AckPending  int64       `json:"ack_pending"`
+	Redelivered int64       `json:"redelivered"`
+	DeadLetters *int64      `json:"dead_letters"`
+	Share       *memberList `json:"share,omitempty"`
 }
 
 // runStatus prints the state of the source cfg describes.
 func runStatus(ctx context.Context, cfg sourceConfig, asJSON bool, stdout, stderr io.Writer) error {
-	if err := cfg.validate(); err != nil {
+	st, err := queueStats(ctx, cfg, stderr)
+	if err != nil {
 		return err
+	}
+	return printStatus(stdout, st, asJSON)
+}
+
+// queueStats reads the state of the source cfg describes.
+func queueStats(ctx context.Context, cfg sourceConfig, stderr io.Writer) (sources.Stats, error) {
+	if err := cfg.validate(); err != nil {
+		return sources.Stats{}, err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	src, err := cfg.open(ctx, commandLogger(stderr))
 	if err != nil {
-		return err
+		return sources.Stats{}, err
 	}
 	st, err := readStats(ctx, src)
 	if cerr := src.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
-	return printStatus(stdout, st, asJSON)
+	return st, err
 }
 
 func readStats(ctx context.Context, src sources.Source) (sources.Stats, error) {
@@ -94,12 +114,7 @@ func readStats(ctx context.Context, src sources.Source) (sources.Stats, error) {
 
 func printStatus(w io.Writer, st sources.Stats, asJSON bool) error {
 	if asJSON {
-		out := statusJSON{Pending: st.Pending, AckPending: st.AckPending, Redelivered: st.Redelivered}
-		if st.DeadLetters >= 0 {
-			out.DeadLetters = &st.DeadLetters
-		}
-		enc := json.NewEncoder(w)
-		return enc.Encode(out)
+		return writeStatusJSON(w, st, nil)
 	}
 	dead := "unknown"
 	if st.DeadLetters >= 0 {
@@ -111,4 +126,13 @@ func printStatus(w io.Writer, st sources.Stats, asJSON bool) error {
 		"redelivered", st.Redelivered,
 		"dead letters", dead)
 	return err
+}
+
+// writeStatusJSON writes one statusJSON object; members may be nil.
+func writeStatusJSON(w io.Writer, st sources.Stats, members *memberList) error {
+	out := statusJSON{Pending: st.Pending, AckPending: st.AckPending, Redelivered: st.Redelivered, Share: members}
+	if st.DeadLetters >= 0 {
+		out.DeadLetters = &st.DeadLetters
+	}
+	return json.NewEncoder(w).Encode(out)
 }
