@@ -481,3 +481,23 @@ func TestServerRestart(t *testing.T) {
 		}
 	}
 }
+
+// expiredCtx is a context whose deadline has passed but that does not say
+// so yet: the instant between a deadline and its timer firing.
+type expiredCtx struct{ context.Context }
+
+func (expiredCtx) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// TestReceiveAtDeadline: a Receive whose ctx deadline has just passed,
+// before ctx.Err() reports it, returns no messages and no error, as an
+// empty poll; it used to fail with "jetstream: fetch from …: nats: invalid
+// jetstream option: context deadline already exceeded" (seen once in the
+// conformance suite).
+func TestReceiveAtDeadline(t *testing.T) {
+	srv := startServer(t)
+	s := open(t, uniqueConfig(srv.ClientURL()))
+	msgs, err := s.Receive(expiredCtx{t.Context()}, 1)
+	if err != nil || len(msgs) != 0 {
+		t.Fatalf("Receive at the deadline: %d messages, %v; want none and no error", len(msgs), err)
+	}
+}

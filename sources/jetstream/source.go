@@ -304,7 +304,11 @@ func (s *Source) Receive(ctx context.Context, max int) ([]sources.Message, error
 	}
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	if time.Until(deadline) < 10*time.Millisecond {
+	// The wait ends at the fetch wait or at ctx's own deadline, whichever
+	// comes first. nats.go refuses a context whose deadline has passed even
+	// before ctx.Err() reports it, so a wait that is (almost) over ends
+	// here, as an empty poll rather than a fetch error.
+	if d, _ := wctx.Deadline(); time.Until(d) < 10*time.Millisecond {
 		return nil, s.stopErr(ctx)
 	}
 	batch, err := s.cons.Fetch(1, jetstream.FetchContext(wctx))
