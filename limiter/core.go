@@ -52,8 +52,8 @@ const measureWindow = 10 * time.Second
 const unitEps = 1e-9
 
 // Core is the deterministic limiter: the bucket, the FIFO queue, pauses, cuts
-// and raises, and the instance share, exactly as DESIGN.md "The limiter,
-// exact rules" states them. It reads no clock and holds no goroutine, timer
+// and raises, and the instance share, exactly as docs/limiter.md ("The
+// rules") states them. It reads no clock and holds no goroutine, timer
 // or lock: every method takes the current time as an argument, and a Core
 // must not be used by two goroutines at once. Limiter wraps a Core for
 // concurrent use on the real clock; the trace replay and the simulator drive

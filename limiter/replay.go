@@ -14,7 +14,7 @@ import (
 )
 
 // Replayer drives a Core through a trace in virtual time: the format of
-// `sluice limiter replay` (DESIGN.md, "Trace replay").
+// `sluice limiter replay` (docs/limiter.md, "sluice limiter replay").
 //
 // Input is JSON lines. The first is {"options": {...}} with the option names
 // of the config file (see DecodeTraceOptions). Each later line is an event

@@ -14,7 +14,7 @@ var update = flag.Bool("update", false, "rewrite the golden outputs of testdata/
 
 // TestReplayGolden replays every trace in testdata/traces and compares the
 // output with its .golden file. Run with -update to rewrite the goldens;
-// every golden was checked by hand against DESIGN.md before it was kept.
+// every golden was checked by hand against the rules in docs/limiter.md before it was kept.
 func TestReplayGolden(t *testing.T) {
 	traces, err := filepath.Glob(filepath.Join("testdata", "traces", "*.jsonl"))
 	if err != nil {

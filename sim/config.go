@@ -153,7 +153,7 @@ const (
 // Scenarios lists the scenario names.
 var Scenarios = []string{ScenarioFirstThrottle, ScenarioNoisyNeighbor, ScenarioThreeInstances, ScenarioNoLimiter, ScenarioRamp}
 
-// SeedInitialRate is the initial rate of the seed's scenarios (the whole
+// SeedInitialRate is the initial rate of the reference scenarios (the whole
 // budget, units per minute).
 const SeedInitialRate = 1500
 
@@ -168,7 +168,7 @@ const SeedInitialRate = 1500
 //   - no-limiter: first-throttle with mode none (retries only).
 //   - ramp: a quota 50 times the initial rate (30,000 against the default
 //     600) and a demand of 20,000 units per minute per instance, keeping the
-//     seed's ratio of demand to quota; time_to_90_s is the figure to read.
+//     reference's ratio of demand to quota; time_to_90_s is the figure to read.
 func Scenario(name string) (Config, error) {
 	c := DefaultConfig()
 	c.Name = name

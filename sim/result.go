@@ -100,7 +100,7 @@ func (r *runner) result() *Result {
 
 // first90 returns the first sample time at or after from at which the
 // units used in the trailing window reach 90% of the quota then: the
-// quota meter of the seed's simulator entering its 90–100% band.
+// quota meter of the reference simulator entering its 90–100% band.
 func (s *Series) first90(from float64) (float64, bool) {
 	for i, t := range s.T {
 		if t >= from && s.Used[i] >= 0.9*s.Quota[i]-windowEps {

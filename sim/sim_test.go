@@ -98,7 +98,7 @@ func wellFormed(t *testing.T, svg []byte) {
 	}
 }
 
-// TestFirstThrottle checks the seed's main scenario: the adaptive limiter
+// TestFirstThrottle checks the reference's main scenario: the adaptive limiter
 // keeps the quota busy with few 429s, retries alone cause a storm of them,
 // and a fixed rate at the initial rate uses about half the quota.
 func TestFirstThrottle(t *testing.T) {

@@ -364,11 +364,11 @@ func (ss *session) apply(c command, cfg SimConfig) error {
 	}
 }
 
-// scenario runs one of the seed's "Try these".
+// scenario runs one of the reference simulator's "Try these".
 func (ss *session) scenario(name string, cfg SimConfig) error {
 	switch name {
 	case sim.ScenarioFirstThrottle:
-		// Reset to the seed's run: two instances, a quota of 3000 and a
+		// Reset to the reference run: two instances, a quota of 3000 and a
 		// demand of 2000 each, AIMD from 1500.
 		c, _ := sim.Scenario(sim.ScenarioFirstThrottle)
 		c.Seed = cfg.Start.Seed

@@ -216,7 +216,7 @@ func TestSimStream(t *testing.T) {
 		}
 		post(`{"session":"ID","op":"scenario","value":"first-throttle"}`)
 		if f := frame(t, r); f.Mode != "aimd" || f.BaseQuota != 3000 || f.Demand != 2000 || len(f.Instances) != 2 {
-			t.Errorf("after first-throttle: %+v, want the seed's run", f)
+			t.Errorf("after first-throttle: %+v, want the reference run", f)
 		}
 		for _, bad := range []string{
 			`{"session":"ID","op":"quota","value":0}`,

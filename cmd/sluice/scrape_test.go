@@ -213,7 +213,7 @@ log:
 	if len(undocumented) > 0 {
 		t.Errorf("scraped but not documented in docs/operations.md: %v", undocumented)
 	}
-	// The names DESIGN.md "Observability" lists (rate, tokens, queue, units,
+	// The names the design lists under observability (rate, tokens, queue, units,
 	// throttles by status, wait histogram, rejections by reason, pause,
 	// instances; jobs by outcome and type; attempts by result; latency by
 	// status class; in flight) with the labels it promises.
