@@ -36,7 +36,7 @@ test-browser:
 	SLUICE_BROWSER_REQUIRED=1 $(GO) test -tags browser -count=1 -timeout 10m -run Browser ./browsertest/ ./cmd/sluice/
 
 check:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; gofmt -d $$out; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags browser ./browsertest/ ./cmd/sluice/
 	$(GO) tool staticcheck $(PKGS)
