@@ -32,9 +32,10 @@ const (
 	readyTimeout = 5 * time.Second
 	// sourceStatsTimeout bounds the source stats read on each scrape.
 	sourceStatsTimeout = 5 * time.Second
-	// opsShutdownTimeout bounds how long in-flight ops requests may take
-	// once the process stops.
-	opsShutdownTimeout = 5 * time.Second
+	// httpShutdownTimeout bounds how long in-flight requests to sluice's
+	// own HTTP servers (the ops endpoints, the simulator page) may take once
+	// the process stops.
+	httpShutdownTimeout = 5 * time.Second
 )
 
 // opsConfig is the `metrics:` section of the config file.
@@ -130,11 +131,14 @@ func serveOps(ctx context.Context, cfg opsConfig, g prometheus.Gatherer, ready f
 		log.Warn("ops endpoints are reachable from other hosts", "addr", ln.Addr().String(), "pprof", cfg.Pprof)
 	}
 	log.Info("ops endpoints listening", "addr", ln.Addr().String(), "pprof", cfg.Pprof)
-	return serveOpsOn(ctx, ln, opsHandler(cfg, g, ready, log), log)
+	return serveHTTP(ctx, ln, opsHandler(cfg, g, ready, log), log, "metrics.listen")
 }
 
-// serveOpsOn serves h on ln until ctx is done.
-func serveOpsOn(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
+// serveHTTP serves h on ln until ctx is done, then shuts the server down,
+// giving requests in flight up to 5 s. Requests see ctx as their base
+// context, so long-lived streams end with it. Errors are prefixed with
+// what (the flag or option that named the address).
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, what string) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -146,17 +150,17 @@ func serveOpsOn(ctx context.Context, ln net.Listener, h http.Handler, log *slog.
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		return fmt.Errorf("metrics.listen: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opsShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(sctx)
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
 	if err != nil {
-		return fmt.Errorf("metrics.listen: shutdown: %w", err)
+		return fmt.Errorf("%s: shutdown: %w", what, err)
 	}
 	return nil
 }

@@ -7,21 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/sim"
 	"github.com/sluicehq/sluice/web"
 )
-
-// simServeShutdown bounds how long the simulator's server waits for its
-// streams to end once it stops.
-const simServeShutdown = 5 * time.Second
 
 // serveSimulator is `sluice simulate --serve ADDR`: the simulator page,
 // each page's run starting from start (the flags' scenario, mode, quota,
@@ -64,35 +58,10 @@ func serveSimulatorOn(ctx context.Context, ln net.Listener, cfg web.SimConfig, e
 		ln.Close()
 		return err
 	}
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		// The streams' contexts end with ctx, so Shutdown does not wait
-		// for them.
-		BaseContext: func(net.Listener) context.Context { return ctx },
-		ErrorLog:    slog.NewLogLogger(cfg.Log.Handler(), slog.LevelWarn),
-	}
 	addr := ln.Addr().String()
 	if !loopbackListen(addr) {
 		fmt.Fprintf(errOut, "sluice simulate: warning: %s is reachable from other hosts\n", addr)
 	}
 	fmt.Fprintf(errOut, "sluice simulate: serving the simulator page on http://%s/ (Ctrl-C to stop)\n", addr)
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	select {
-	case err := <-done:
-		return fmt.Errorf("--serve: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), simServeShutdown)
-	defer cancel()
-	serr := hs.Shutdown(sctx)
-	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("--serve: %w", err)
-	}
-	if serr != nil {
-		return fmt.Errorf("--serve: shutdown: %w", serr)
-	}
-	return nil
+	return serveHTTP(ctx, ln, srv, cfg.Log, "--serve")
 }
