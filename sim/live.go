@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -126,32 +125,13 @@ func NewLive(cfg Config) (*Live, error) {
 	if cfg.Instances > MaxLiveInstances {
 		return nil, fmt.Errorf("sim: instances: must be at most %d, got %d", MaxLiveInstances, cfg.Instances)
 	}
-	cfg.Costs = slices.Clone(cfg.Costs)
-	cfg.Events = slices.Clone(cfg.Events)
 	// The same runner as Run, with room for one second of the per-second
 	// tallies (Live reads none of them) and no samples.
-	r := &runner{
-		cfg:    cfg,
-		lcfg:   cfg.limiterConfig(),
-		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x5eed5107ce)),
-		win:    Window{Span: cfg.Window, Quota: cfg.Quota},
-		sent:   Window{Span: cfg.Window, Quota: math.Inf(1)},
-		demand: cfg.Demand,
-		quota:  cfg.Quota,
-		accSec: make([]float64, 1),
-		thrSec: make([]int, 1),
+	r, err := newRunner(cfg, 1, nil)
+	if err != nil {
+		return nil, err
 	}
-	for _, c := range cfg.Costs {
-		r.meanCost += c
-	}
-	r.meanCost /= float64(len(cfg.Costs))
-	r.quotaLog = []quotaStep{{0, cfg.Quota}}
-	for range cfg.Instances {
-		if err := r.addInstance(cfg.Instances); err != nil {
-			return nil, err
-		}
-	}
-	r.count = cfg.Instances
+	cfg = r.cfg
 	for i, e := range cfg.Events {
 		r.schedule(&event{at: e.At, kind: evScenario, index: i})
 	}

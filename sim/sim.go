@@ -149,13 +149,12 @@ type quotaStep struct {
 	quota float64
 }
 
-func run(cfg Config, hook func(coreOp)) (*Result, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+// newRunner returns a runner for a validated cfg with its instances
+// started, keeping per-second tallies for secs seconds. Run and Live both
+// start here.
+func newRunner(cfg Config, secs int, hook func(coreOp)) (*runner, error) {
 	cfg.Costs = slices.Clone(cfg.Costs)
 	cfg.Events = slices.Clone(cfg.Events)
-	secs := int(math.Ceil(cfg.Duration.Seconds()))
 	r := &runner{
 		cfg:    cfg,
 		lcfg:   cfg.limiterConfig(),
@@ -180,12 +179,24 @@ func run(cfg Config, hook func(coreOp)) (*Result, error) {
 		}
 	}
 	r.count = cfg.Instances
+	return r, nil
+}
+
+func run(cfg Config, hook func(coreOp)) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := newRunner(cfg, int(math.Ceil(cfg.Duration.Seconds())), hook)
+	if err != nil {
+		return nil, err
+	}
+	cfg = r.cfg
 	for i, e := range cfg.Events {
 		if e.At <= cfg.Duration {
 			r.schedule(&event{at: e.At, kind: evScenario, index: i})
 		}
 	}
-	for s := range secs + 1 {
+	for s := range len(r.accSec) + 1 {
 		r.schedule(&event{at: time.Duration(s) * time.Second, kind: evSample})
 	}
 	for r.q.Len() > 0 {
