@@ -212,19 +212,25 @@ func (s *Source) connect(url string) error {
 func (s *Source) bind(ctx context.Context) error {
 	c := s.cfg
 	if c.Setup {
-		if _, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name:       c.Stream,
-			Subjects:   c.Subjects,
-			Retention:  jetstream.WorkQueuePolicy,
-			Storage:    jetstream.FileStorage,
-			Duplicates: c.DuplicateWindow,
+		if err := retryServerError(ctx, func() error {
+			_, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+				Name:       c.Stream,
+				Subjects:   c.Subjects,
+				Retention:  jetstream.WorkQueuePolicy,
+				Storage:    jetstream.FileStorage,
+				Duplicates: c.DuplicateWindow,
+			})
+			return err
 		}); err != nil {
 			return fmt.Errorf("jetstream: set up stream %q: %w", c.Stream, err)
 		}
-		if _, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name:     c.DeadLetterStream,
-			Subjects: []string{c.DeadLetterSubject},
-			Storage:  jetstream.FileStorage,
+		if err := retryServerError(ctx, func() error {
+			_, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+				Name:     c.DeadLetterStream,
+				Subjects: []string{c.DeadLetterSubject},
+				Storage:  jetstream.FileStorage,
+			})
+			return err
 		}); err != nil {
 			return fmt.Errorf("jetstream: set up dead-letter stream %q: %w", c.DeadLetterStream, err)
 		}
@@ -232,13 +238,18 @@ func (s *Source) bind(ctx context.Context) error {
 		if maxDeliver == 0 {
 			maxDeliver = -1
 		}
-		cons, err := s.js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
-			Durable:       c.Consumer,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       c.AckWait,
-			MaxDeliver:    maxDeliver,
-			BackOff:       c.Backoff,
-			MaxAckPending: c.MaxAckPending,
+		var cons jetstream.Consumer
+		err := retryServerError(ctx, func() error {
+			var err error
+			cons, err = s.js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
+				Durable:       c.Consumer,
+				AckPolicy:     jetstream.AckExplicitPolicy,
+				AckWait:       c.AckWait,
+				MaxDeliver:    maxDeliver,
+				BackOff:       c.Backoff,
+				MaxAckPending: c.MaxAckPending,
+			})
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("jetstream: set up consumer %q on stream %q: %w", c.Consumer, c.Stream, err)
@@ -252,6 +263,34 @@ func (s *Source) bind(ctx context.Context) error {
 	}
 	s.cons = cons
 	return nil
+}
+
+// setupAttempts bounds retryServerError.
+const setupAttempts = 5
+
+// retryServerError calls op until it succeeds, fails with anything but a
+// JetStream API error of status 500, or has failed setupAttempts times,
+// waiting 100 ms, 200 ms, 400 ms… in between. A 500 from the stream and
+// consumer API is the server's own failure (a store it could not create
+// at that moment, say): creating or updating the same stream again is
+// idempotent, and a worker should not fail to start for it.
+func retryServerError(ctx context.Context, op func() error) error {
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := op()
+		var api *jetstream.APIError
+		if err == nil || !errors.As(err, &api) || api.Code != 500 || attempt == setupAttempts {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait *= 2
+	}
 }
 
 // Config returns the configuration in use, defaults applied.
