@@ -78,7 +78,7 @@ func TestDemoShortRun(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	svg := filepath.Join(t.TempDir(), "demo.svg")
-	out, err := execRoot(t, "demo", "--workers", "3", "--jobs", "30", "--quota", "60000", "--rate", "30000", "--svg", svg)
+	out, err := runCLI(t, "demo", "--workers", "3", "--jobs", "30", "--quota", "60000", "--rate", "30000", "--svg", svg)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -172,7 +172,7 @@ func TestDemoFlags(t *testing.T) {
 		{[]string{"--nats-port", "70000"}, "--nats-port"},
 		{[]string{"--svg", "/nonexistent/dir/demo.svg"}, "--svg"},
 	} {
-		_, err := execRoot(t, append([]string{"demo"}, tc.args...)...)
+		_, err := runCLI(t, append([]string{"demo"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error naming %s", tc.args, err, tc.want)
 		}
@@ -196,7 +196,7 @@ func TestDemoNATSPortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, svg := range []string{fresh, old} {
-		_, err = execRoot(t, "demo", "--nats-port", port, "--svg", svg)
+		_, err = runCLI(t, "demo", "--nats-port", port, "--svg", svg)
 		if err == nil || !strings.Contains(err.Error(), "--nats-port") || !strings.Contains(err.Error(), port) {
 			t.Fatalf("got %v, want an error naming --nats-port and %s", err, port)
 		}

@@ -552,18 +552,7 @@ dead_letters: {kind: jsonl, path: %s}
 metrics: {listen: "off"}
 log: {level: debug, format: json}
 `, natsURL, target.URL, dlPath)
-	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := loadConfig(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	log, err := newLogger(&syncWriter{w: &logs}, cfg.Log.Format, cfg.Log.Level)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, log, logs := loadWithLogs(t, file, src)
 	q := client(t, cfg)
 	enqueueJob(t, q, "echo", map[string]any{"headers": map[string]string{"X-Job": "echo"}})
 	enqueueJob(t, q, "dup", map[string]any{"headers": map[string]string{"X-Job": "dup"}})
@@ -639,4 +628,24 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// loadWithLogs writes src to file, loads it, and returns a logger built
+// from its log section that writes into the returned buffer, so a test can
+// search everything the run logged.
+func loadWithLogs(t *testing.T, file, src string) (config, *slog.Logger, *bytes.Buffer) {
+	t.Helper()
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	log, err := newLogger(&syncWriter{w: logs}, cfg.Log.Format, cfg.Log.Level)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, log, logs
 }

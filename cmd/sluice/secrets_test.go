@@ -101,18 +101,7 @@ metrics: {listen: "off"}
 log: {level: debug, format: json}
 `, natsURL, tc.section, target.URL)
 			file := filepath.Join(dir, "sluice.yaml")
-			if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := loadConfig(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var logs bytes.Buffer
-			log, err := newLogger(&syncWriter{w: &logs}, cfg.Log.Format, cfg.Log.Level)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg, log, logs := loadWithLogs(t, file, src)
 			q := client(t, cfg)
 			enqueueJob(t, q, "ok", nil)
 			enqueueJob(t, q, "bad", map[string]any{"path": "/bad"})

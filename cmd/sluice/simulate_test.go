@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,19 +10,8 @@ import (
 	"testing"
 )
 
-func execRoot(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	var out bytes.Buffer
-	root := newRootCmd()
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&out)
-	err := root.ExecuteContext(context.Background())
-	return out.String(), err
-}
-
 func TestSimulateJSON(t *testing.T) {
-	out, err := execRoot(t, "simulate", "--scenario", "noisy-neighbor", "--duration", "7m", "--json")
+	out, err := runCLI(t, "simulate", "--scenario", "noisy-neighbor", "--duration", "7m", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +34,7 @@ func TestSimulateJSON(t *testing.T) {
 	if _, ok := m["recovery_s"].(float64); !ok {
 		t.Errorf("recovery_s = %v, want a number for noisy-neighbor", m["recovery_s"])
 	}
-	out, err = execRoot(t, "simulate", "--duration", "3m", "--json")
+	out, err = runCLI(t, "simulate", "--duration", "3m", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +49,7 @@ func TestSimulateDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	run := func(name string) (string, []byte) {
 		path := filepath.Join(dir, name)
-		out, err := execRoot(t, "simulate", "--scenario", "three-instances", "--mode", "cubic", "--duration", "6m", "--seed", "3", "--json", "--svg", path)
+		out, err := runCLI(t, "simulate", "--scenario", "three-instances", "--mode", "cubic", "--duration", "6m", "--seed", "3", "--json", "--svg", path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +71,7 @@ func TestSimulateDeterministic(t *testing.T) {
 }
 
 func TestSimulateTableAndCompare(t *testing.T) {
-	out, err := execRoot(t, "simulate", "--scenario", "no-limiter", "--duration", "2m")
+	out, err := runCLI(t, "simulate", "--scenario", "no-limiter", "--duration", "2m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +80,7 @@ func TestSimulateTableAndCompare(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	out, err = execRoot(t, "simulate", "--compare", "--scenario", "first-throttle", "--duration", "2m", "--quota", "1000", "--demand", "800")
+	out, err = runCLI(t, "simulate", "--compare", "--scenario", "first-throttle", "--duration", "2m", "--quota", "1000", "--demand", "800")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +106,7 @@ func TestSimulateFlagErrors(t *testing.T) {
 		{[]string{"--compare", "--json"}, "--compare"},
 		{[]string{"--svg", "/nonexistent/dir/x.svg", "--duration", "1m"}, "--svg"},
 	} {
-		_, err := execRoot(t, append([]string{"simulate"}, c.args...)...)
+		_, err := runCLI(t, append([]string{"simulate"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %s", c.args, err, c.want)
 		}

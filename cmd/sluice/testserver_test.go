@@ -39,7 +39,7 @@ func TestTestserverFlags(t *testing.T) {
 			t.Errorf("%+v: error %v, want one naming %s", c.f, err, c.want)
 		}
 	}
-	if _, err := execRoot(t, "testserver", "--listen", "256.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "--listen") {
+	if _, err := runCLI(t, "testserver", "--listen", "256.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "--listen") {
 		t.Errorf("bad --listen: %v", err)
 	}
 }

@@ -180,7 +180,7 @@ func TestSimulateServe(t *testing.T) {
 		{"simulate", "--serve", "127.0.0.1:0", "--instances", "40"},
 		{"simulate", "--serve", "127.0.0.1:99999"},
 	} {
-		if _, err := execRoot(t, args...); err == nil || !strings.Contains(err.Error(), "--") {
+		if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), "--") {
 			t.Errorf("%v: %v, want an error naming the flag", args, err)
 		}
 	}
