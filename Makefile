@@ -45,7 +45,7 @@ check:
 # Benchmarks: each one runs beside its baseline in the same process, so read
 # them as ratios (benchstat-friendly output in bench.txt).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./limiter/ ./sources/jetstream/ ./worker/ | tee bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./limiter/ ./sources/natsjs/ ./worker/ | tee bench.txt
 
 # The limiter's control quality in the simulator: every mode on every
 # scenario, then a sweep of CUBIC's scale_constant (docs/simulator.md).

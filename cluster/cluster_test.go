@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/limiter"
-	sjs "github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
 func uniqueBucket(t *testing.T) string {
@@ -368,7 +368,7 @@ func TestRescaleKeepsTotal(t *testing.T) {
 // When NATS is back the two members share the partitions again.
 func TestOutage(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := sjs.StartServer(sjs.EmbeddedConfig{StoreDir: dir, Host: "127.0.0.1", Port: sjs.RandomPort}, nil)
+	srv, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: dir, Host: "127.0.0.1", Port: natsjs.RandomPort}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestOutage(t *testing.T) {
 	}
 	port := url[strings.LastIndexByte(url, ':')+1:]
 	p, _ := strconv.Atoi(port)
-	srv2, err := sjs.StartServer(sjs.EmbeddedConfig{StoreDir: dir, Host: "127.0.0.1", Port: p}, nil)
+	srv2, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: dir, Host: "127.0.0.1", Port: p}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

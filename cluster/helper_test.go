@@ -18,14 +18,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicehq/sluice/limiter"
-	sjs "github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
 // startServer runs an embedded nats-server with JetStream on a random
 // port, storing in a temporary directory.
-func startServer(t *testing.T) *sjs.Server {
+func startServer(t *testing.T) *natsjs.Server {
 	t.Helper()
-	srv, err := sjs.StartServer(sjs.EmbeddedConfig{StoreDir: t.TempDir(), Host: "127.0.0.1", Port: sjs.RandomPort}, nil)
+	srv, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: t.TempDir(), Host: "127.0.0.1", Port: natsjs.RandomPort}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sinks/httpapi"
-	sjs "github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -35,7 +35,7 @@ const benchConcurrency = 64
 // throughput to the bare loop's (target >= 0.7).
 func BenchmarkDrainRatio(b *testing.B) {
 	const benchRound = 3000
-	srv, err := sjs.StartServer(sjs.EmbeddedConfig{StoreDir: b.TempDir(), Port: sjs.RandomPort}, nil)
+	srv, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: b.TempDir(), Port: natsjs.RandomPort}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -79,9 +79,9 @@ func BenchmarkDrainRatio(b *testing.B) {
 
 // prefill creates a stream and consumer named after name and publishes n
 // jobs to it.
-func prefill(b *testing.B, url, name string, n int) sjs.Config {
+func prefill(b *testing.B, url, name string, n int) natsjs.Config {
 	b.Helper()
-	cfg := sjs.Config{
+	cfg := natsjs.Config{
 		URL:       url,
 		Stream:    "BENCH_" + name,
 		Subjects:  []string{"bench." + name + ".jobs"},
@@ -89,7 +89,7 @@ func prefill(b *testing.B, url, name string, n int) sjs.Config {
 		Setup:     true,
 		FetchWait: time.Second,
 	}
-	s, err := sjs.Open(context.Background(), cfg, nil)
+	s, err := natsjs.Open(context.Background(), cfg, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func prefill(b *testing.B, url, name string, n int) sjs.Config {
 
 // bareDrain is the baseline: fetch a batch, POST every message at once,
 // ack each after its response.
-func bareDrain(b *testing.B, cfg sjs.Config, target string, n int) {
+func bareDrain(b *testing.B, cfg natsjs.Config, target string, n int) {
 	nc, err := nats.Connect(cfg.URL)
 	if err != nil {
 		b.Fatal(err)
@@ -163,8 +163,8 @@ func bareDrain(b *testing.B, cfg sjs.Config, target string, n int) {
 
 // workerDrain sets a worker up and returns a function that runs it until
 // the target has seen n requests and the worker has settled every job.
-func workerDrain(b *testing.B, cfg sjs.Config, target string, n int, hits *atomic.Int64) func() {
-	src, err := sjs.Open(context.Background(), cfg, nil)
+func workerDrain(b *testing.B, cfg natsjs.Config, target string, n int, hits *atomic.Int64) func() {
+	src, err := natsjs.Open(context.Background(), cfg, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

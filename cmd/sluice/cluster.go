@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	njs "github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
-	"github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
 // Share modes accepted in limiter.share.mode.
@@ -116,20 +116,20 @@ type shareRun struct {
 
 // coordination returns the JetStream context to coordinate through: a
 // connection to limiter.share.nats_url, or the JetStream source's own.
-func (s shareConfig) coordination(src sources.Source) (njs.JetStream, *nats.Conn, error) {
+func (s shareConfig) coordination(src sources.Source) (jetstream.JetStream, *nats.Conn, error) {
 	if s.NATSURL != "" {
 		nc, err := nats.Connect(s.NATSURL, nats.Name("sluice-share"), nats.MaxReconnects(-1))
 		if err != nil {
 			return nil, nil, fmt.Errorf("limiter.share.nats_url: connect to %s: %w", redactURL(s.NATSURL), err)
 		}
-		js, err := njs.New(nc)
+		js, err := jetstream.New(nc)
 		if err != nil {
 			nc.Close()
 			return nil, nil, fmt.Errorf("limiter.share.nats_url: %w", err)
 		}
 		return js, nc, nil
 	}
-	js, ok := src.(*jetstream.Source)
+	js, ok := src.(*natsjs.Source)
 	if !ok {
 		return nil, nil, errors.New("limiter.share.nats_url: required unless source.kind is jetstream")
 	}
@@ -260,7 +260,7 @@ func listMembers(ctx context.Context, file string, src sourceConfig, log *slog.L
 	if sc.Mode == shareStatic || sc.Mode == "" {
 		return nil, nil
 	}
-	var js njs.JetStream
+	var js jetstream.JetStream
 	if sc.NATSURL != "" {
 		var nc *nats.Conn
 		if js, nc, err = sc.coordination(nil); err != nil {
@@ -283,7 +283,7 @@ func listMembers(ctx context.Context, file string, src sourceConfig, log *slog.L
 		ml.Partitions = sc.Partitions
 	}
 	members, err := cluster.List(ctx, js, sc.bucket(cfg.Target.BaseURL))
-	if errors.Is(err, njs.ErrBucketNotFound) {
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return ml, nil
 	}
 	if err != nil {

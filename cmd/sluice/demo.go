@@ -25,7 +25,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sluicehq/sluice/sim"
-	"github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -248,11 +248,11 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer, width int) (demo
 	// The queue: an embedded JetStream server.
 	port := o.natsPort
 	if port == 0 {
-		port = jetstream.RandomPort
+		port = natsjs.RandomPort
 	}
-	ns, err := jetstream.StartServer(jetstream.EmbeddedConfig{StoreDir: filepath.Join(dir, "nats"), Host: jetstream.DefaultHost, Port: port}, log)
+	ns, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: filepath.Join(dir, "nats"), Host: natsjs.DefaultHost, Port: port}, log)
 	if err != nil {
-		var inUse *jetstream.PortInUseError
+		var inUse *natsjs.PortInUseError
 		if errors.As(err, &inUse) {
 			return rep, fmt.Errorf("--nats-port: %s is in use; leave --nats-port out for a free port", inUse.Addr)
 		}
@@ -430,7 +430,7 @@ type demoMonitor struct {
 	rep   *demoReport
 	regs  []*prometheus.Registry
 	api   *sim.Server
-	src   *jetstream.Source
+	src   *natsjs.Source
 	out   io.Writer
 	width int // terminal columns; 0 when the output is not a terminal
 	start time.Time

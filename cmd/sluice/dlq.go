@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/sources"
-	sjs "github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -186,7 +186,7 @@ func openDeadLetterStore(ctx context.Context, cfg config, src sources.Source) (d
 	case outputJSONL:
 		return jsonlDeadLetters{path: cfg.DeadLetters.Path}, nil
 	case outputNATS:
-		js, ok := src.(*sjs.Source)
+		js, ok := src.(*natsjs.Source)
 		if !ok {
 			return nil, fmt.Errorf("dead_letters.kind: %q needs source.kind %q", outputNATS, sourceJetStream)
 		}

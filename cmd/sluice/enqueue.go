@@ -17,12 +17,12 @@ import (
 	"syscall"
 	"time"
 
-	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/sluicehq/sluice/sources"
-	"github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
 // sourceFlags are the connection flags of the commands that talk to the
@@ -78,7 +78,7 @@ func (f *sourceFlags) apply(cmd *cobra.Command, cfg *sourceConfig) error {
 		js.PublishSubject = f.subject
 		// With the default stream subjects, the subject becomes the
 		// stream's; a configured stream must already cover it.
-		if len(js.Subjects) == 1 && js.Subjects[0] == jetstream.DefaultSubject {
+		if len(js.Subjects) == 1 && js.Subjects[0] == natsjs.DefaultSubject {
 			js.Subjects = []string{f.subject}
 		}
 	}
@@ -178,7 +178,7 @@ type enqueueResult struct {
 func enqueue(ctx context.Context, src sources.Source, r io.Reader, name string, prog *progress, errw io.Writer) (enqueueResult, error) {
 	var res enqueueResult
 	pubAck, canTell := src.(interface {
-		PublishAck(context.Context, sources.Outgoing) (*natsjs.PubAck, error)
+		PublishAck(context.Context, sources.Outgoing) (*jetstream.PubAck, error)
 	})
 	br := bufio.NewReaderSize(r, 1<<20)
 	var read int64
@@ -198,7 +198,7 @@ func enqueue(ctx context.Context, src sources.Source, r io.Reader, name string, 
 			} else {
 				m := sources.Outgoing{ID: id, Data: line}
 				if canTell {
-					var ack *natsjs.PubAck
+					var ack *jetstream.PubAck
 					if ack, err = pubAck.PublishAck(ctx, m); err == nil && ack.Duplicate {
 						res.duplicates++
 					}

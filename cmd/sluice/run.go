@@ -25,7 +25,7 @@ import (
 	"github.com/sluicehq/sluice/sinks/pubsubout"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/gcppubsub"
-	"github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -240,7 +240,7 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 // sourceAckWait is the source's ack deadline, which the worker extends
 // every third of.
 func sourceAckWait(src sources.Source) time.Duration {
-	if js, ok := src.(*jetstream.Source); ok {
+	if js, ok := src.(*natsjs.Source); ok {
 		return js.Config().AckWait
 	}
 	if ps, ok := src.(*gcppubsub.Source); ok {
@@ -261,7 +261,7 @@ func openOutput(ctx context.Context, section string, o outputConfig, sc sourceCo
 		}
 		return out, nil
 	case outputNATS:
-		js, ok := src.(*jetstream.Source)
+		js, ok := src.(*natsjs.Source)
 		if !ok {
 			return nil, fmt.Errorf("%s.kind: %q needs source.kind %q", section, outputNATS, sourceJetStream)
 		}
@@ -312,7 +312,7 @@ func (o *clientOutput) Close() error {
 // and stream (sluice.dead in SLUICE_DEAD by default), and results on the
 // job subject's sibling "results" (sluice.results) in STREAM_RESULTS. The
 // streams are created when the source sets its own up.
-func natsOutputConfig(section string, o outputConfig, jc jetstream.Config) natsout.Config {
+func natsOutputConfig(section string, o outputConfig, jc natsjs.Config) natsout.Config {
 	if section == "dead_letters" {
 		subject := o.Subject
 		if subject == "" {

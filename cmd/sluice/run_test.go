@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/sluicehq/sluice/sources"
-	sjs "github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -32,7 +32,7 @@ import (
 // startNATS starts an embedded JetStream server for one test.
 func startNATS(t *testing.T) string {
 	t.Helper()
-	srv, err := sjs.StartServer(sjs.EmbeddedConfig{StoreDir: t.TempDir(), Port: sjs.RandomPort}, nil)
+	srv, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: t.TempDir(), Port: natsjs.RandomPort}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func (r *running) stop(t *testing.T) {
 }
 
 // client opens a second connection to the queue, as `sluice enqueue` does.
-func client(t *testing.T, cfg config) *sjs.Source {
+func client(t *testing.T, cfg config) *natsjs.Source {
 	t.Helper()
 	src, err := cfg.Source.JetStream.openJetStream(context.Background(), nil)
 	if err != nil {
@@ -154,7 +154,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // stream must be empty too: the consumer's pending count can lag a publish
 // that the stream has already acked, so a job just enqueued may not show
 // in it yet (work-queue retention removes a message once it is settled).
-func drained(t *testing.T, src *sjs.Source) bool {
+func drained(t *testing.T, src *natsjs.Source) bool {
 	st, err := src.Stats(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func drained(t *testing.T, src *sjs.Source) bool {
 }
 
 // deadLetters reads every record of the dead-letter stream.
-func deadLetters(t *testing.T, cfg config, src *sjs.Source) map[string]worker.DeadLetter {
+func deadLetters(t *testing.T, cfg config, src *natsjs.Source) map[string]worker.DeadLetter {
 	t.Helper()
 	store, err := openDeadLetterStore(context.Background(), cfg, src)
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/sluicehq/sluice/sources"
-	sjs "github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
 // TestScrapeRunningSluice starts `sluice run` in-process on the embedded
@@ -165,7 +165,7 @@ log:
 	})
 
 	// Feed jobs through a second connection, as `sluice enqueue` would.
-	client, err := sjs.Open(ctx, sjs.Config{URL: nurl}, nil)
+	client, err := natsjs.Open(ctx, natsjs.Config{URL: nurl}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

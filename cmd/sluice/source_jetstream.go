@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/sources"
-	"github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
 // jetstreamConfig is the `source.jetstream:` section of the config file.
-// See sources/jetstream.Config for what each field does.
+// See sources/natsjs.Config for what each field does.
 type jetstreamConfig struct {
 	URL               string              `yaml:"url"` // "embedded" or nats://host:port[,...]
 	Embedded          embeddedNATSConfig  `yaml:"embedded"`
@@ -68,19 +68,19 @@ type jetstreamTLSConfig struct {
 
 func defaultJetstreamConfig() jetstreamConfig {
 	return jetstreamConfig{
-		URL: jetstream.Embedded,
+		URL: natsjs.Embedded,
 		Embedded: embeddedNATSConfig{
-			StoreDir: jetstream.DefaultStoreDir,
-			Host:     jetstream.DefaultHost,
-			Port:     jetstream.DefaultPort,
+			StoreDir: natsjs.DefaultStoreDir,
+			Host:     natsjs.DefaultHost,
+			Port:     natsjs.DefaultPort,
 		},
-		Stream:          jetstream.DefaultStream,
-		Subjects:        []string{jetstream.DefaultSubject},
-		Consumer:        jetstream.DefaultConsumer,
+		Stream:          natsjs.DefaultStream,
+		Subjects:        []string{natsjs.DefaultSubject},
+		Consumer:        natsjs.DefaultConsumer,
 		Setup:           true,
-		AckWait:         limiterDuration(jetstream.DefaultAckWait),
-		DuplicateWindow: limiterDuration(jetstream.DefaultDuplicateWindow),
-		FetchWait:       limiterDuration(jetstream.DefaultFetchWait),
+		AckWait:         limiterDuration(natsjs.DefaultAckWait),
+		DuplicateWindow: limiterDuration(natsjs.DefaultDuplicateWindow),
+		FetchWait:       limiterDuration(natsjs.DefaultFetchWait),
 		ConnectTimeout:  limiterDuration(10 * time.Second),
 		Name:            "sluice",
 	}
@@ -128,26 +128,26 @@ func (c jetstreamConfig) validate(path string) error {
 
 // lib copies the section into the library's Config, without the secrets
 // kept in files.
-func (c jetstreamConfig) lib() jetstream.Config {
+func (c jetstreamConfig) lib() natsjs.Config {
 	port := c.Embedded.Port
 	if port == 0 {
-		port = jetstream.RandomPort
+		port = natsjs.RandomPort
 	}
 	backoff := make([]time.Duration, len(c.Backoff))
 	for i, d := range c.Backoff {
 		backoff[i] = time.Duration(d)
 	}
-	return jetstream.Config{
+	return natsjs.Config{
 		URL:      c.URL,
-		Embedded: jetstream.EmbeddedConfig{StoreDir: c.Embedded.StoreDir, Host: c.Embedded.Host, Port: port},
-		Auth: jetstream.Auth{
+		Embedded: natsjs.EmbeddedConfig{StoreDir: c.Embedded.StoreDir, Host: c.Embedded.Host, Port: port},
+		Auth: natsjs.Auth{
 			CredsFile:    c.Auth.CredsFile,
 			NKeySeedFile: c.Auth.NKeySeedFile,
 			User:         c.Auth.User,
 			Password:     c.Auth.Password,
 			Token:        c.Auth.Token,
 		},
-		TLS:               jetstream.TLS{CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, KeyFile: c.TLS.KeyFile},
+		TLS:               natsjs.TLS{CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, KeyFile: c.TLS.KeyFile},
 		Stream:            c.Stream,
 		Subjects:          slices.Clone(c.Subjects),
 		PublishSubject:    c.PublishSubject,
@@ -168,7 +168,7 @@ func (c jetstreamConfig) lib() jetstream.Config {
 }
 
 // libWithSecrets is lib with the secrets read from their files.
-func (c jetstreamConfig) libWithSecrets() (jetstream.Config, error) {
+func (c jetstreamConfig) libWithSecrets() (natsjs.Config, error) {
 	lib := c.lib()
 	read := func(field, path string) (string, error) {
 		b, err := os.ReadFile(path)
@@ -202,13 +202,13 @@ func (c jetstreamConfig) open(ctx context.Context, log *slog.Logger) (sources.So
 
 // openJetStream opens the source with its concrete type, for the commands
 // that use more than sources.Source.
-func (c jetstreamConfig) openJetStream(ctx context.Context, log *slog.Logger) (*jetstream.Source, error) {
+func (c jetstreamConfig) openJetStream(ctx context.Context, log *slog.Logger) (*natsjs.Source, error) {
 	lib, err := c.libWithSecrets()
 	if err != nil {
 		return nil, err
 	}
-	s, err := jetstream.Open(ctx, lib, log)
-	var inUse *jetstream.PortInUseError
+	s, err := natsjs.Open(ctx, lib, log)
+	var inUse *natsjs.PortInUseError
 	switch {
 	case errors.As(err, &inUse):
 		return nil, fmt.Errorf("source.jetstream.embedded.port: %s is in use (%w); choose a free port with --nats-port or source.jetstream.embedded.port (-1 picks a random one), or, if it is a NATS server you want to use, point --nats-url or source.jetstream.url at it", inUse.Addr, inUse.Err)

@@ -1,4 +1,4 @@
-package jetstream_test
+package natsjs_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	js "github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
 const benchBatch = 64
@@ -20,7 +20,7 @@ const benchBatch = 64
 // stream pre-filled with b.N messages. The _sync variants wait for the
 // server to confirm each ack (Config.AckSync, DoubleAck).
 func BenchmarkReceiveAck(b *testing.B) {
-	srv, err := js.StartServer(js.EmbeddedConfig{StoreDir: b.TempDir(), Port: js.RandomPort}, nil)
+	srv, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: b.TempDir(), Port: natsjs.RandomPort}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,12 +37,12 @@ func BenchmarkReceiveAck(b *testing.B) {
 
 // prefill sets up a fresh stream and consumer through a Source and
 // publishes n messages to it.
-func prefill(b *testing.B, url string, n int, sync bool) js.Config {
+func prefill(b *testing.B, url string, n int, sync bool) natsjs.Config {
 	b.Helper()
 	cfg := uniqueConfig(url)
 	cfg.AckSync = sync
 	cfg.FetchWait = time.Second
-	s, err := js.Open(context.Background(), cfg, nil)
+	s, err := natsjs.Open(context.Background(), cfg, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func benchBare(b *testing.B, url string, sync bool) {
 // the Source's throughput to the bare loop's (target >= 0.8).
 func BenchmarkReceiveAckRatio(b *testing.B) {
 	const benchRound = 5000
-	srv, err := js.StartServer(js.EmbeddedConfig{StoreDir: b.TempDir(), Port: js.RandomPort}, nil)
+	srv, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: b.TempDir(), Port: natsjs.RandomPort}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,8 +112,8 @@ func BenchmarkReceiveAckRatio(b *testing.B) {
 
 // sourceLoop opens a Source on cfg's queue and returns a function that
 // receives and acks n messages through it, then flushes the acks.
-func sourceLoop(b *testing.B, cfg js.Config) func(n int) {
-	s, err := js.Open(context.Background(), cfg, nil)
+func sourceLoop(b *testing.B, cfg natsjs.Config) func(n int) {
+	s, err := natsjs.Open(context.Background(), cfg, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func sourceLoop(b *testing.B, cfg js.Config) func(n int) {
 
 // bareLoop connects with nats.go alone and returns a function that
 // fetches and acks n messages, then flushes the acks.
-func bareLoop(b *testing.B, cfg js.Config, sync bool) func(n int) {
+func bareLoop(b *testing.B, cfg natsjs.Config, sync bool) func(n int) {
 	nc, err := nats.Connect(cfg.URL)
 	if err != nil {
 		b.Fatal(err)

@@ -1,4 +1,4 @@
-package jetstream_test
+package natsjs_test
 
 import (
 	"context"
@@ -17,15 +17,15 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/sluicehq/sluice/sources"
-	"github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/sources/sourcetest"
 )
 
 // startServer starts an embedded server on a random port with its store
 // in a temporary directory.
-func startServer(t *testing.T) *jetstream.Server {
+func startServer(t *testing.T) *natsjs.Server {
 	t.Helper()
-	srv, err := jetstream.StartServer(jetstream.EmbeddedConfig{StoreDir: t.TempDir(), Port: jetstream.RandomPort}, nil)
+	srv, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: t.TempDir(), Port: natsjs.RandomPort}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +52,9 @@ var nameSeq atomic.Int64
 
 // uniqueConfig returns a Config for url with stream, subjects and consumer
 // names no other test uses.
-func uniqueConfig(url string) jetstream.Config {
+func uniqueConfig(url string) natsjs.Config {
 	name := fmt.Sprintf("T%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9, nameSeq.Add(1))
-	return jetstream.Config{
+	return natsjs.Config{
 		URL:       url,
 		Stream:    name,
 		Subjects:  []string{"sluicetest." + name + ".jobs"},
@@ -64,9 +64,9 @@ func uniqueConfig(url string) jetstream.Config {
 	}
 }
 
-func open(t *testing.T, cfg jetstream.Config) *jetstream.Source {
+func open(t *testing.T, cfg natsjs.Config) *natsjs.Source {
 	t.Helper()
-	s, err := jetstream.Open(t.Context(), cfg, nil)
+	s, err := natsjs.Open(t.Context(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func open(t *testing.T, cfg jetstream.Config) *jetstream.Source {
 }
 
 // deleteStreams removes the test's streams when it ends.
-func deleteStreams(t *testing.T, url string, cfg jetstream.Config) {
+func deleteStreams(t *testing.T, url string, cfg natsjs.Config) {
 	t.Cleanup(func() {
 		nc, err := nats.Connect(url)
 		if err != nil {
@@ -120,8 +120,8 @@ func TestPortInUse(t *testing.T) {
 	}
 	defer l.Close()
 	port := l.Addr().(*net.TCPAddr).Port
-	_, err = jetstream.StartServer(jetstream.EmbeddedConfig{StoreDir: t.TempDir(), Port: port}, nil)
-	if !errors.Is(err, jetstream.ErrPortInUse) {
+	_, err = natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: t.TempDir(), Port: port}, nil)
+	if !errors.Is(err, natsjs.ErrPortInUse) {
 		t.Fatalf("StartServer on a port in use: %v, want ErrPortInUse", err)
 	}
 	if !strings.Contains(err.Error(), "embedded.port") || !strings.Contains(err.Error(), strconv.Itoa(port)) {
@@ -136,8 +136,8 @@ func TestEmbeddedJoinsByPort(t *testing.T) {
 	srv := startServer(t)
 	_, portStr, _ := net.SplitHostPort(strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	port, _ := strconv.Atoi(portStr)
-	cfg := uniqueConfig(jetstream.Embedded)
-	cfg.Embedded = jetstream.EmbeddedConfig{StoreDir: t.TempDir(), Port: port}
+	cfg := uniqueConfig(natsjs.Embedded)
+	cfg.Embedded = natsjs.EmbeddedConfig{StoreDir: t.TempDir(), Port: port}
 	s := open(t, cfg)
 	if s.Server() != nil || s.EmbeddedURL() != srv.ClientURL() {
 		t.Errorf("Open on the port of a running embedded server: own server %v, url %s", s.Server() != nil, s.EmbeddedURL())
@@ -146,7 +146,7 @@ func TestEmbeddedJoinsByPort(t *testing.T) {
 
 	ns := runServer(t, &server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true, ServerName: "other"})
 	cfg.Embedded.Port = ns.Addr().(*net.TCPAddr).Port
-	if _, err := jetstream.Open(t.Context(), cfg, nil); !errors.Is(err, jetstream.ErrPortInUse) {
+	if _, err := natsjs.Open(t.Context(), cfg, nil); !errors.Is(err, natsjs.ErrPortInUse) {
 		t.Errorf("Open on the port of another NATS server: %v, want ErrPortInUse", err)
 	}
 }
@@ -154,8 +154,8 @@ func TestEmbeddedJoinsByPort(t *testing.T) {
 // TestEmbeddedShared: a second Open on the same store directory uses the
 // first one's server instead of starting another.
 func TestEmbeddedShared(t *testing.T) {
-	cfg := uniqueConfig(jetstream.Embedded)
-	cfg.Embedded = jetstream.EmbeddedConfig{StoreDir: t.TempDir(), Port: jetstream.RandomPort}
+	cfg := uniqueConfig(natsjs.Embedded)
+	cfg.Embedded = natsjs.EmbeddedConfig{StoreDir: t.TempDir(), Port: natsjs.RandomPort}
 	first := open(t, cfg)
 	defer first.Close()
 	if first.Server() == nil || first.EmbeddedURL() == "" {
@@ -180,7 +180,7 @@ func TestEmbeddedShared(t *testing.T) {
 	}
 	// A third opener cannot start a server while the first holds the
 	// directory.
-	if _, err := jetstream.StartServer(cfg.Embedded, nil); !errors.Is(err, jetstream.ErrStoreLocked) {
+	if _, err := natsjs.StartServer(cfg.Embedded, nil); !errors.Is(err, natsjs.ErrStoreLocked) {
 		t.Errorf("StartServer on a locked store: %v, want ErrStoreLocked", err)
 	}
 }
@@ -269,7 +269,7 @@ func TestSetupFalseNeedsConsumer(t *testing.T) {
 	srv := startServer(t)
 	cfg := uniqueConfig(srv.ClientURL())
 	cfg.Setup = false
-	_, err := jetstream.Open(t.Context(), cfg, nil)
+	_, err := natsjs.Open(t.Context(), cfg, nil)
 	if err == nil || !strings.Contains(err.Error(), "setup: true") {
 		t.Fatalf("Open without the stream: %v", err)
 	}
@@ -281,7 +281,7 @@ func TestAuthTokenNotInErrors(t *testing.T) {
 	cfg := uniqueConfig(ns.ClientURL())
 	cfg.Setup = false
 	cfg.Auth.Token = "wrong-token"
-	_, err := jetstream.Open(t.Context(), cfg, nil)
+	_, err := natsjs.Open(t.Context(), cfg, nil)
 	if err == nil {
 		t.Fatal("connected with a wrong token")
 	}
@@ -293,47 +293,47 @@ func TestAuthTokenNotInErrors(t *testing.T) {
 	}
 	cfg.Auth.Token = "s3cret-token"
 	// The server has no JetStream, so binding fails after connecting.
-	_, err = jetstream.Open(t.Context(), cfg, nil)
+	_, err = natsjs.Open(t.Context(), cfg, nil)
 	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "consumer") {
 		t.Errorf("Open with the right token: %v", err)
 	}
 }
 
 func TestValidate(t *testing.T) {
-	good := jetstream.Config{}
+	good := natsjs.Config{}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("zero config: %v", err)
 	}
 	for _, c := range []struct {
-		cfg   jetstream.Config
+		cfg   natsjs.Config
 		field string
 	}{
-		{jetstream.Config{URL: "embeded"}, "url"},
-		{jetstream.Config{Embedded: jetstream.EmbeddedConfig{Port: 70000}}, "embedded.port"},
-		{jetstream.Config{Stream: "a.b"}, "stream"},
-		{jetstream.Config{Consumer: "a b"}, "consumer"},
-		{jetstream.Config{Subjects: []string{"a..b"}}, "subjects[0]"},
-		{jetstream.Config{PublishSubject: "a.*"}, "publish_subject"},
-		{jetstream.Config{Subjects: []string{"jobs.>"}, PublishSubject: "jobs.new"}, "dead_letter_subject"},
-		{jetstream.Config{AckWait: time.Millisecond}, "ack_wait"},
-		{jetstream.Config{MaxDeliver: -2}, "max_deliver"},
-		{jetstream.Config{Backoff: []time.Duration{time.Second, 2 * time.Second}, MaxDeliver: 1}, "max_deliver"},
-		{jetstream.Config{Backoff: []time.Duration{0}}, "backoff[0]"},
-		{jetstream.Config{FetchWait: time.Microsecond}, "fetch_wait"},
-		{jetstream.Config{Auth: jetstream.Auth{Token: "t", User: "u"}}, "auth"},
-		{jetstream.Config{TLS: jetstream.TLS{CertFile: "c"}}, "tls"},
-		{jetstream.Config{DeadLetterStream: "SLUICE"}, "dead_letter_stream"},
-		{jetstream.Config{PublishSubject: "other.jobs"}, "publish_subject"},
+		{natsjs.Config{URL: "embeded"}, "url"},
+		{natsjs.Config{Embedded: natsjs.EmbeddedConfig{Port: 70000}}, "embedded.port"},
+		{natsjs.Config{Stream: "a.b"}, "stream"},
+		{natsjs.Config{Consumer: "a b"}, "consumer"},
+		{natsjs.Config{Subjects: []string{"a..b"}}, "subjects[0]"},
+		{natsjs.Config{PublishSubject: "a.*"}, "publish_subject"},
+		{natsjs.Config{Subjects: []string{"jobs.>"}, PublishSubject: "jobs.new"}, "dead_letter_subject"},
+		{natsjs.Config{AckWait: time.Millisecond}, "ack_wait"},
+		{natsjs.Config{MaxDeliver: -2}, "max_deliver"},
+		{natsjs.Config{Backoff: []time.Duration{time.Second, 2 * time.Second}, MaxDeliver: 1}, "max_deliver"},
+		{natsjs.Config{Backoff: []time.Duration{0}}, "backoff[0]"},
+		{natsjs.Config{FetchWait: time.Microsecond}, "fetch_wait"},
+		{natsjs.Config{Auth: natsjs.Auth{Token: "t", User: "u"}}, "auth"},
+		{natsjs.Config{TLS: natsjs.TLS{CertFile: "c"}}, "tls"},
+		{natsjs.Config{DeadLetterStream: "SLUICE"}, "dead_letter_stream"},
+		{natsjs.Config{PublishSubject: "other.jobs"}, "publish_subject"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), "jetstream: "+c.field+":") {
 			t.Errorf("Validate(%+v) = %v, want an error naming %s", c.cfg, err, c.field)
 		}
 	}
-	if got := jetstream.DeadLetterSubjectFor("sluice.jobs"); got != "sluice.dead" {
+	if got := natsjs.DeadLetterSubjectFor("sluice.jobs"); got != "sluice.dead" {
 		t.Errorf("DeadLetterSubjectFor(sluice.jobs) = %q", got)
 	}
-	if got := jetstream.DeadLetterSubjectFor("jobs"); got != "jobs.dead" {
+	if got := natsjs.DeadLetterSubjectFor("jobs"); got != "jobs.dead" {
 		t.Errorf("DeadLetterSubjectFor(jobs) = %q", got)
 	}
 }
@@ -351,9 +351,9 @@ func TestHelperProcess(t *testing.T) {
 	f := strings.Fields(spec)
 	ackWait, _ := time.ParseDuration(f[3])
 	n, _ := strconv.Atoi(f[4])
-	cfg := jetstream.Config{URL: f[0], Stream: f[1], Subjects: []string{f[2]}, Consumer: "w", Setup: true, AckWait: ackWait, FetchWait: 250 * time.Millisecond}
+	cfg := natsjs.Config{URL: f[0], Stream: f[1], Subjects: []string{f[2]}, Consumer: "w", Setup: true, AckWait: ackWait, FetchWait: 250 * time.Millisecond}
 	sourcetest.HoldUntilKilled(func() (sources.Source, error) {
-		return jetstream.Open(context.Background(), cfg, nil)
+		return natsjs.Open(context.Background(), cfg, nil)
 	}, n)
 }
 
@@ -385,7 +385,7 @@ func TestKilledConsumer(t *testing.T) {
 // across it can still be acked, and the rest arrive once each.
 func TestServerRestart(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := jetstream.StartServer(jetstream.EmbeddedConfig{StoreDir: dir, Port: jetstream.RandomPort}, nil)
+	srv, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: dir, Port: natsjs.RandomPort}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +447,7 @@ func TestServerRestart(t *testing.T) {
 			t.Fatalf("Receive with the server down: %d messages, %v", len(msgs), err)
 		}
 	}
-	srv, err = jetstream.StartServer(jetstream.EmbeddedConfig{StoreDir: dir, Port: port}, nil)
+	srv, err = natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: dir, Port: port}, nil)
 	if err != nil {
 		t.Fatalf("restart on port %d: %v", port, err)
 	}

@@ -1,4 +1,4 @@
-// Package jetstream is the NATS JetStream source: jobs are messages in a
+// Package natsjs is the NATS JetStream source: jobs are messages in a
 // stream (work-queue retention, file storage), read by one durable pull
 // consumer that every worker shares.
 //
@@ -28,4 +28,4 @@
 // stream, the consumer, and a dead-letter stream (<stream>_DEAD on
 // <subject prefix>.dead) so that a JetStream publish of a dead-letter
 // record is acked. Credentials are never logged.
-package jetstream
+package natsjs

@@ -1,4 +1,4 @@
-package jetstream_test
+package natsjs_test
 
 import (
 	"crypto/ecdsa"
@@ -20,7 +20,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/sluicehq/sluice/sources"
-	"github.com/sluicehq/sluice/sources/jetstream"
+	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
 // certPair is a certificate signed by ca (self-signed when ca is nil),
@@ -104,12 +104,12 @@ func TestTLSClientCert(t *testing.T) {
 	cfg := uniqueConfig(ns.ClientURL())
 
 	// Without a client certificate the server refuses the connection.
-	cfg.TLS = jetstream.TLS{CAFile: ca.certFile}
-	if _, err := jetstream.Open(t.Context(), cfg, nil); err == nil {
+	cfg.TLS = natsjs.TLS{CAFile: ca.certFile}
+	if _, err := natsjs.Open(t.Context(), cfg, nil); err == nil {
 		t.Fatal("connected without a client certificate")
 	}
 
-	cfg.TLS = jetstream.TLS{CAFile: ca.certFile, CertFile: client.certFile, KeyFile: client.keyFile}
+	cfg.TLS = natsjs.TLS{CAFile: ca.certFile, CertFile: client.certFile, KeyFile: client.keyFile}
 	s := open(t, cfg)
 	defer s.Close()
 	if err := s.Publish(t.Context(), sources.Outgoing{ID: "tls-1", Data: []byte("x")}); err != nil {
@@ -143,13 +143,13 @@ func TestNKeyAndUserAuth(t *testing.T) {
 		Nkeys: []*server.NkeyUser{{Nkey: pub}},
 		Users: []*server.User{{Username: "sluice", Password: "pa55word"}},
 	})
-	for name, auth := range map[string]jetstream.Auth{
+	for name, auth := range map[string]natsjs.Auth{
 		"nkey": {NKeySeedFile: seedFile},
 		"user": {User: "sluice", Password: "pa55word"},
 	} {
 		cfg := uniqueConfig(ns.ClientURL())
 		cfg.Auth = auth
-		s, err := jetstream.Open(t.Context(), cfg, nil)
+		s, err := natsjs.Open(t.Context(), cfg, nil)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -160,8 +160,8 @@ func TestNKeyAndUserAuth(t *testing.T) {
 		_ = s.Close()
 	}
 	cfg := uniqueConfig(ns.ClientURL())
-	cfg.Auth = jetstream.Auth{User: "sluice", Password: "wrong-pa55"}
-	if _, err := jetstream.Open(t.Context(), cfg, nil); err == nil {
+	cfg.Auth = natsjs.Auth{User: "sluice", Password: "wrong-pa55"}
+	if _, err := natsjs.Open(t.Context(), cfg, nil); err == nil {
 		t.Error("connected with a wrong password")
 	} else if strings.Contains(err.Error(), "wrong-pa55") {
 		t.Errorf("error shows the password: %v", err)
