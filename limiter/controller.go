@@ -5,132 +5,187 @@ import (
 	"time"
 )
 
-// Controller sets the next rate. The Core calls it on a cut and on a
-// success outside a pause, and clamps what it returns: a cut never raises the
-// rate and never goes below the minimum, a raise never passes the maximum and
-// happens only if the clamped value is higher than the current rate.
-//
-// A Controller is owned by one Core and is called with the Core's state; it
-// holds no lock and reads no clock.
-type Controller interface {
-	// Decrease returns the proposed rate after a cut at s.Now.
-	Decrease(s ControlState) float64
-	// Increase returns the proposed rate after a success at s.Now, or
-	// false for no change.
-	Increase(s ControlState) (float64, bool)
-	// Rescale is called when the instance share changes: every rate the
-	// controller keeps is multiplied by f (new share / old share).
-	Rescale(f float64)
+// Adapt is the state of the rate rules of docs/limiter.md (throttle,
+// success, AIMD, CUBIC): the rate and everything the rules remember between
+// two outcomes. It is a plain value with absolute times, so that one set of
+// rules drives both a Core (its own Adapt, for its part of the budget) and a
+// fleet of workers (package cluster keeps one Adapt for the whole budget in
+// its coordination bucket and applies it with Core.Follow).
+type Adapt struct {
+	Rate      float64   `json:"rate"`      // units per minute, of the part the Rules are for
+	Throttled bool      `json:"throttled"` // a throttle was observed: the first one always cuts
+	LastCut   time.Time `json:"last_cut"`  // the last cut; the start before any
+	IncClock  time.Time `json:"inc_clock"` // when the increase clock last restarted
+	WMax      float64   `json:"w_max"`     // CUBIC's w_max, units per minute
+	CutTime   time.Time `json:"cut_time"`  // CUBIC's epoch: the last cut, or the start
+	K         float64   `json:"k"`         // CUBIC's K, in seconds
 }
 
-// ControlState is what a Controller sees of its Core.
-type ControlState struct {
-	Now   time.Duration // since the Core's start
-	Rate  float64       // this instance's current rate, units per minute
-	Share float64       // this instance's fraction of the budget (1/N)
-	// Waited reports whether a request had to wait (was queued) since the
-	// last change of the increase clock (a raise or a throttle).
-	Waited bool
-	// SinceIncrease is the time since the increase clock last restarted.
-	SinceIncrease time.Duration
-	// Measured is this instance's send rate at a cut, in units per minute:
-	// the units granted in (Now−10s, Now], times 6. It is negative while
-	// unknown (before 10 s from the start) and on a success.
-	Measured float64
-
-	instances int // the count behind Share, 0 for a fractional share
+// Part is a part of a budget: 1/Instances of it, or the fraction Share
+// when Instances is 0. The whole budget is Part{Instances: 1}.
+type Part struct {
+	Share     float64
+	Instances int
 }
 
-// Part returns this instance's part of a whole-budget value: v/N with N
-// instances, v·Share for a fractional share.
-func (s ControlState) Part(v float64) float64 {
-	if s.instances > 0 {
-		return v / float64(s.instances)
+// Whole is the whole budget.
+var Whole = Part{Share: 1, Instances: 1}
+
+// Of returns the part of a whole-budget value v: v/Instances, or v·Share.
+func (p Part) Of(v float64) float64 {
+	if p.Instances > 0 {
+		return v / float64(p.Instances)
 	}
-	return v * s.Share
+	return v * p.Share
 }
 
-// AIMD is the additive-increase, multiplicative-decrease controller.
-//
-// A cut multiplies the rate by DecreaseFactor. A success adds
-// IncreaseStep/N, but only if a request waited since the last change
-// and IncreaseInterval has passed since the increase clock restarted.
-type AIMD struct {
-	cfg AIMDConfig
+// Rules applies the rules of a Config to an Adapt for one Part of the
+// budget: the options' rates (initial, min, max, AIMD's step, CUBIC's C)
+// are taken for that part. A ceiling (SetCeiling) lowers the maximum. Rules
+// read no clock: every method takes the time.
+type Rules struct {
+	cfg     Config
+	part    Part
+	ceiling float64 // whole budget; 0 for none
+	min     float64 // the part's minimum rate
+	max     float64 // the part's maximum rate, below the ceiling's part
 }
 
-// NewAIMD returns an AIMD controller.
-func NewAIMD(cfg AIMDConfig) *AIMD { return &AIMD{cfg: cfg} }
+// NewRules returns the Rules of a validated cfg for part p.
+func NewRules(cfg Config, p Part) Rules {
+	r := Rules{cfg: cfg, part: p}
+	r.bounds()
+	return r
+}
 
-// Decrease implements Controller.
-func (a *AIMD) Decrease(s ControlState) float64 { return s.Rate * a.cfg.DecreaseFactor }
-
-// Increase implements Controller.
-func (a *AIMD) Increase(s ControlState) (float64, bool) {
-	if !s.Waited || s.SinceIncrease < a.cfg.IncreaseInterval {
-		return 0, false
+func (r *Rules) bounds() {
+	r.min = r.part.Of(r.cfg.MinUnitsPerMinute)
+	r.max = r.part.Of(r.cfg.MaxUnitsPerMinute)
+	if r.ceiling > 0 {
+		r.max = math.Max(r.min, math.Min(r.max, r.part.Of(r.ceiling)))
 	}
-	return s.Rate + s.Part(a.cfg.IncreaseStep), true
 }
 
-// Rescale implements Controller. AIMD keeps no rate of its own.
-func (a *AIMD) Rescale(float64) {}
+// Part returns the part of the budget the Rules are for.
+func (r *Rules) Part() Part { return r.part }
 
-// CUBIC follows the window curve of RFC 8312 in units per minute.
-//
-// On a cut at t it takes w = the current rate, or the measured send rate if
-// that is known and lower, and sets w_max = w, cut_time = t,
-// K = ∛(w_max·(1−β)/C_N), and proposes w·β. On a success, if a request
-// waited since the last change, it proposes W = C_N·(t − cut_time − K)³ +
-// w_max when W is above the current rate. C_N = ScaleConstant·share. Before
-// the first cut, w_max is the initial rate share, cut_time the start and
-// K = 0.
-type CUBIC struct {
-	cfg     CUBICConfig
-	wMax    float64 // units per minute, this instance's
-	cutTime time.Duration
-	k       float64 // seconds
+// Min and Max return the part's bounds, units per minute.
+func (r *Rules) Min() float64 { return r.min }
+
+// Max returns the part's maximum rate: max_units_per_minute's part, or the
+// ceiling's if that is lower (but never below the minimum).
+func (r *Rules) Max() float64 { return r.max }
+
+// Clamp returns rate within [Min, Max].
+func (r *Rules) Clamp(rate float64) float64 { return math.Min(r.max, math.Max(r.min, rate)) }
+
+// SetCeiling caps the rate at the part of ceiling, a whole-budget rate (0
+// removes the cap). The Adapt is not changed: clamp it with Clamp.
+func (r *Rules) SetCeiling(ceiling float64) {
+	r.ceiling = ceiling
+	r.bounds()
 }
 
-// NewCUBIC returns a CUBIC controller for a limiter whose initial rate
-// share is initial units per minute.
-func NewCUBIC(cfg CUBICConfig, initial float64) *CUBIC {
-	return &CUBIC{cfg: cfg, wMax: initial}
+// Start returns the state at start: the initial rate, no throttle yet,
+// the clocks at start and CUBIC's w_max at the initial rate with K = 0.
+func (r *Rules) Start(start time.Time) Adapt {
+	rate := r.part.Of(r.cfg.InitialUnitsPerMinute)
+	return Adapt{Rate: rate, LastCut: start, IncClock: start, WMax: rate, CutTime: start}
 }
 
-// Decrease implements Controller.
-func (c *CUBIC) Decrease(s ControlState) float64 {
-	w := s.Rate
-	if s.Measured >= 0 && s.Measured < w {
-		w = s.Measured
+// Throttle applies a throttle observed at now of a request sent at sent:
+// the increase clock restarts, and the rate is cut if this is the first
+// throttle, or if decrease_cooldown has passed since the last cut and the
+// request was sent after it. measured is the send rate of the part in the
+// last 10 s (units per minute), or negative when unknown; CUBIC cuts from
+// it when it is below the rate. Throttle reports whether it cut.
+func (r *Rules) Throttle(a *Adapt, now, sent time.Time, measured float64) bool {
+	a.IncClock = now
+	if a.Throttled && (now.Sub(a.LastCut) < r.cfg.DecreaseCooldown || !sent.After(a.LastCut)) {
+		return false
 	}
-	c.wMax = w
-	c.cutTime = s.Now
-	c.k = math.Cbrt(w * (1 - c.cfg.Beta) / s.Part(c.cfg.ScaleConstant))
-	return w * c.cfg.Beta
+	a.Throttled = true
+	a.LastCut = now
+	var p float64
+	switch r.cfg.Controller {
+	case ControllerCUBIC:
+		w := a.Rate
+		if measured >= 0 && measured < w {
+			w = measured
+		}
+		a.WMax = w
+		a.CutTime = now
+		a.K = math.Cbrt(w * (1 - r.cfg.CUBIC.Beta) / r.part.Of(r.cfg.CUBIC.ScaleConstant))
+		p = w * r.cfg.CUBIC.Beta
+	default:
+		p = a.Rate * r.cfg.AIMD.DecreaseFactor
+	}
+	a.Rate = math.Max(r.min, math.Min(a.Rate, p))
+	return true
 }
 
-// Increase implements Controller.
-func (c *CUBIC) Increase(s ControlState) (float64, bool) {
-	if !s.Waited {
-		return 0, false
+// Raise applies a success at now, outside a pause; waited says whether a
+// request had to wait since the increase clock last restarted. AIMD adds
+// the step's part once increase_interval has passed on the increase clock;
+// CUBIC proposes W = C·(now − cut_time − K)³ + w_max. A proposal above the
+// rate (within the maximum) becomes the rate and restarts the increase
+// clock. Raise reports whether it raised.
+func (r *Rules) Raise(a *Adapt, now time.Time, waited bool) bool {
+	if !waited {
+		return false
 	}
-	d := (s.Now - c.cutTime).Seconds() - c.k
-	w := s.Part(c.cfg.ScaleConstant)*d*d*d + c.wMax
-	if w > s.Rate {
-		return w, true
+	var p float64
+	switch r.cfg.Controller {
+	case ControllerCUBIC:
+		d := now.Sub(a.CutTime).Seconds() - a.K
+		p = r.part.Of(r.cfg.CUBIC.ScaleConstant)*d*d*d + a.WMax
+	default:
+		if now.Sub(a.IncClock) < r.cfg.AIMD.IncreaseInterval {
+			return false
+		}
+		p = a.Rate + r.part.Of(r.cfg.AIMD.IncreaseStep)
 	}
-	return 0, false
+	if p = math.Min(r.max, p); p <= a.Rate {
+		return false
+	}
+	a.Rate = p
+	a.IncClock = now
+	return true
 }
 
-// Rescale implements Controller: w_max scales with the share (K does not
-// change, since w_max and C_N scale alike).
-func (c *CUBIC) Rescale(f float64) { c.wMax *= f }
+// SetPart makes the Rules apply to part p and rescales a to it: the rate
+// becomes rate·f within the new bounds and CUBIC's w_max becomes w_max·f
+// (K does not change, since w_max and C scale alike), where f is old
+// Instances / new Instances when both are counts, else new Share / old
+// Share.
+func (r *Rules) SetPart(a *Adapt, p Part) {
+	var f float64
+	if p.Instances > 0 && r.part.Instances > 0 {
+		f = float64(r.part.Instances) / float64(p.Instances)
+	} else {
+		f = p.Share / r.part.Share
+	}
+	r.part = p
+	r.bounds()
+	a.WMax *= f
+	a.Rate = r.Clamp(a.Rate * f)
+}
 
-// WMax returns the current w_max in units per minute.
-func (c *CUBIC) WMax() float64 { return c.wMax }
+// Scale returns whole, an Adapt of the whole budget, for the Rules' part:
+// its rates taken in part and the rate clamped to the bounds.
+func (r *Rules) Scale(whole Adapt) Adapt {
+	a := whole
+	a.Rate = r.Clamp(r.part.Of(whole.Rate))
+	a.WMax = r.part.Of(whole.WMax)
+	return a
+}
 
-var (
-	_ Controller = (*AIMD)(nil)
-	_ Controller = (*CUBIC)(nil)
-)
+// PauseEnd returns when a pause for a Retry-After of retryAfter received
+// at now ends: now + min(retryAfter, max_pause); false when there is no
+// pause (no Retry-After, or pauses are off).
+func (c Config) PauseEnd(now time.Time, retryAfter time.Duration) (time.Time, bool) {
+	if retryAfter <= 0 || c.MaxPause <= 0 {
+		return time.Time{}, false
+	}
+	return now.Add(min(retryAfter, c.MaxPause)), true
+}

@@ -79,16 +79,17 @@ const unitEps = 1e-9
 type Core struct {
 	cfg   Config
 	start time.Time
-	ctrl  Controller
 
 	measure bool // keep granted units for CUBIC's measured rate
 
-	share     float64 // this instance's fraction of the budget
-	instances int     // the instance count behind share, 0 for a fractional share
-	minR      float64 // this instance's minimum rate, units per minute
-	maxR      float64 // this instance's maximum rate, units per minute
+	rules Rules // the rate rules for this instance's part of the budget
+	adapt Adapt // the rate and the rules' memory
 
-	rate   float64       // this instance's current rate, units per minute
+	// A Core that follows a fleet (Follow) takes its rate from the fleet's
+	// state and neither cuts nor raises by itself until Lead.
+	following bool
+	fleet     Adapt // the fleet's state for the whole budget, while following
+
 	perNs  float64       // rate in units per nanosecond
 	cap    float64       // bucket capacity in units
 	tokens float64       // bucket level at last
@@ -97,10 +98,9 @@ type Core struct {
 	paused      bool
 	pausedUntil time.Duration
 
-	throttled bool // a throttle has been observed (the first one always cuts)
-	lastCut   time.Duration
-	incClock  time.Duration // when the increase clock last restarted
-	waited    bool          // a request was queued since the last change
+	waited     bool          // a request was queued since the last change
+	queuedOnce bool          // a request was ever queued
+	lastQueued time.Duration // when a request was last queued
 
 	q  []waiter // FIFO queue; q[qh:] are waiting, in id order
 	qh int
@@ -129,30 +129,12 @@ func NewCore(cfg Config, start time.Time) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Core{cfg: cfg, start: start, instances: cfg.Instances, share: 1 / float64(cfg.Instances)}
-	c.minR = c.part(cfg.MinUnitsPerMinute)
-	c.maxR = c.part(cfg.MaxUnitsPerMinute)
-	c.rate = c.part(cfg.InitialUnitsPerMinute)
-	switch cfg.Controller {
-	case ControllerCUBIC:
-		c.ctrl = NewCUBIC(cfg.CUBIC, c.rate)
-		c.measure = true
-	default:
-		c.ctrl = NewAIMD(cfg.AIMD)
-	}
-	c.cap = c.capacity(c.rate)
-	c.perNs = c.rate / 60e9
+	c := &Core{cfg: cfg, start: start, measure: cfg.Controller == ControllerCUBIC}
+	c.rules = NewRules(cfg, Part{Share: 1 / float64(cfg.Instances), Instances: cfg.Instances})
+	c.adapt = c.rules.Start(start)
+	c.setRate(c.adapt.Rate)
 	c.tokens = c.cap
 	return c, nil
-}
-
-// part returns this instance's part of a whole-budget value: v/N for an
-// instance count N, v·share for a fractional share.
-func (c *Core) part(v float64) float64 {
-	if c.instances > 0 {
-		return v / float64(c.instances)
-	}
-	return v * c.share
 }
 
 func (c *Core) capacity(rate float64) float64 {
@@ -162,8 +144,9 @@ func (c *Core) capacity(rate float64) float64 {
 // Start returns the Core's start time.
 func (c *Core) Start() time.Time { return c.start }
 
-// Controller returns the Core's controller (an *AIMD or a *CUBIC).
-func (c *Core) Controller() Controller { return c.ctrl }
+// Adapt returns the state of the rate rules: the rate, the last cut and
+// the increase clock, CUBIC's w_max, epoch and K.
+func (c *Core) Adapt() Adapt { return c.adapt }
 
 func (c *Core) offset(now time.Time) time.Duration {
 	t := now.Sub(c.start)
@@ -202,7 +185,7 @@ func (c *Core) Acquire(now time.Time, units float64) Decision {
 		return d
 	}
 	c.q = append(c.q, waiter{id: d.ID, units: units, queuedAt: t})
-	c.waited = true
+	c.waited, c.queuedOnce, c.lastQueued = true, true, t
 	d.Status, d.At = Waiting, time.Time{}
 	return d
 }
@@ -281,47 +264,32 @@ func (c *Core) Observe(now, sentAt time.Time, units float64, o Outcome) {
 	c.advance(t)
 }
 
-func (c *Core) state(t time.Duration, measured float64) ControlState {
-	return ControlState{
-		Now:           t,
-		Rate:          c.rate,
-		Share:         c.share,
-		Waited:        c.waited,
-		SinceIncrease: t - c.incClock,
-		Measured:      measured,
-		instances:     c.instances,
+func (c *Core) throttle(t, sent, retryAfter time.Duration) {
+	c.waited = false
+	if c.following {
+		c.adapt.IncClock = c.at(t)
+	} else if c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t)) {
+		c.setRate(c.adapt.Rate)
+	}
+	if until, ok := c.cfg.PauseEnd(c.at(t), retryAfter); ok {
+		c.pause(until.Sub(c.start))
 	}
 }
 
-func (c *Core) throttle(t, sent, retryAfter time.Duration) {
-	c.incClock = t
-	c.waited = false
-	if !c.throttled || (t-c.lastCut >= c.cfg.DecreaseCooldown && sent > c.lastCut) {
-		p := c.ctrl.Decrease(c.state(t, c.measured(t)))
-		c.setRate(math.Max(c.minR, math.Min(c.rate, p)))
-		c.lastCut = t
-	}
-	c.throttled = true
-	if retryAfter > 0 && c.cfg.MaxPause > 0 {
-		until := t + min(retryAfter, c.cfg.MaxPause)
-		if !c.paused || until > c.pausedUntil {
-			c.paused = true
-			c.pausedUntil = until
-		}
+// pause pauses until the offset until, extending a pause already running.
+func (c *Core) pause(until time.Duration) {
+	if !c.paused || until > c.pausedUntil {
+		c.paused = true
+		c.pausedUntil = until
 	}
 }
 
 func (c *Core) success(t time.Duration) {
-	if c.paused {
+	if c.paused || c.following {
 		return
 	}
-	p, ok := c.ctrl.Increase(c.state(t, -1))
-	if !ok {
-		return
-	}
-	if r := math.Min(c.maxR, p); r > c.rate {
-		c.setRate(r)
-		c.incClock = t
+	if c.rules.Raise(&c.adapt, c.at(t), c.waited) {
+		c.setRate(c.adapt.Rate)
 		c.waited = false
 	}
 }
@@ -329,7 +297,7 @@ func (c *Core) success(t time.Duration) {
 // setRate changes the rate; the bucket keeps its tokens up to the new
 // capacity.
 func (c *Core) setRate(r float64) {
-	c.rate = r
+	c.adapt.Rate = r
 	c.perNs = r / 60e9
 	c.cap = c.capacity(r)
 	c.tokens = math.Min(c.tokens, c.cap)
@@ -360,17 +328,11 @@ func (c *Core) SetShare(now time.Time, share float64) error {
 
 func (c *Core) rescale(t time.Duration, share float64, n int) {
 	c.advance(t)
-	var f float64
-	if n > 0 && c.instances > 0 {
-		f = float64(c.instances) / float64(n)
-	} else {
-		f = share / c.share
+	c.rules.SetPart(&c.adapt, Part{Share: share, Instances: n})
+	if c.following {
+		c.adapt = c.rules.Scale(c.fleet)
 	}
-	c.share, c.instances = share, n
-	c.minR = c.part(c.cfg.MinUnitsPerMinute)
-	c.maxR = c.part(c.cfg.MaxUnitsPerMinute)
-	c.ctrl.Rescale(f)
-	c.setRate(math.Min(c.maxR, math.Max(c.minR, c.rate*f)))
+	c.setRate(c.adapt.Rate)
 	c.advance(t)
 }
 
@@ -438,7 +400,7 @@ func (c *Core) grantDue(u float64) time.Duration {
 	if c.tokens >= need-unitEps {
 		return c.last
 	}
-	ns := math.Round((need - c.tokens) * 60 / c.rate * 1e9)
+	ns := math.Round((need - c.tokens) * 60 / c.adapt.Rate * 1e9)
 	if ns >= float64(math.MaxInt64-c.last) {
 		return math.MaxInt64
 	}
@@ -531,7 +493,7 @@ func (c *Core) measured(t time.Duration) float64 {
 }
 
 // Rate returns this instance's current rate in units per minute.
-func (c *Core) Rate() float64 { return c.rate }
+func (c *Core) Rate() float64 { return c.adapt.Rate }
 
 // Capacity returns the bucket's capacity in units at the current rate.
 func (c *Core) Capacity() float64 { return c.cap }
@@ -556,11 +518,11 @@ func (c *Core) PausedUntil() (time.Time, bool) {
 }
 
 // Share returns this instance's fraction of the budget.
-func (c *Core) Share() float64 { return c.share }
+func (c *Core) Share() float64 { return c.rules.part.Share }
 
 // Instances returns the instance count behind the share, or 0 when the
 // share was set with SetShare.
-func (c *Core) Instances() int { return c.instances }
+func (c *Core) Instances() int { return c.rules.part.Instances }
 
 // Disabled reports whether the Core runs in disabled mode.
 func (c *Core) Disabled() bool { return c.cfg.Disabled }

@@ -160,8 +160,8 @@ func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) random
 		}
 		take()
 		r := c.Rate()
-		if r < c.minR*(1-1e-12) || r > c.maxR*(1+1e-12) {
-			t.Fatalf("rate %v outside [%v, %v]", r, c.minR, c.maxR)
+		if r < c.rules.min*(1-1e-12) || r > c.rules.max*(1+1e-12) {
+			t.Fatalf("rate %v outside [%v, %v]", r, c.rules.min, c.rules.max)
 		}
 		if tok := c.Tokens(at); tok > c.Capacity()+1e-9 {
 			t.Fatalf("tokens %v over capacity %v", tok, c.Capacity())

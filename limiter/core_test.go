@@ -308,13 +308,13 @@ func TestCoreCUBIC(t *testing.T) {
 		{20, "acquire 5", 608, skip, 0, nil},
 		{20, "throttle r3 0", 60, skip, 0, nil}, // w = 5·6 = 30, β·w = 21 → clamped to min 60
 	})
-	cu := c.Controller().(*CUBIC)
-	if cu.WMax() != 30 {
-		t.Errorf("w_max = %v, want 30 (measured)", cu.WMax())
+	cu := c.Adapt()
+	if cu.WMax != 30 {
+		t.Errorf("w_max = %v, want 30 (measured)", cu.WMax)
 	}
 	_ = c.SetInstanceCount(at(21), 2)
-	if cu.WMax() != 15 || c.Rate() != 30 {
-		t.Errorf("after N=2: w_max %v rate %v, want 15, 30", cu.WMax(), c.Rate())
+	if cu = c.Adapt(); cu.WMax != 15 || c.Rate() != 30 {
+		t.Errorf("after N=2: w_max %v rate %v, want 15, 30", cu.WMax, c.Rate())
 	}
 }
 

@@ -59,6 +59,12 @@
 //
 // # Structure and concurrency
 //
+// The rate rules themselves (cuts, raises, AIMD, CUBIC) are Rules applied
+// to an Adapt, a plain value with absolute times: a Core keeps one for its
+// part of the budget, and a fleet controller (package cluster) keeps one for
+// the whole budget and makes each instance's Core follow it (Core.Follow;
+// Core.Lead runs the local rules again, below the last fleet rate).
+//
 // Core is the deterministic state machine: it takes the current time as an
 // argument and holds no goroutine, timer or lock, so the trace replay
 // (Replay, `sluice limiter replay`) and the simulator drive it in virtual

@@ -92,8 +92,9 @@ type Limiter struct {
 	timerAt time.Time // when the timer is set to fire; zero when stopped
 	decs    []Decision
 
-	metrics *Metrics
-	log     *slog.Logger
+	metrics    *Metrics
+	log        *slog.Logger
+	onThrottle func(ThrottleReport)
 }
 
 type shellWaiter struct {
@@ -285,8 +286,16 @@ func (l *Limiter) Observe(t Ticket, o Outcome) {
 	l.armLocked(now)
 	after := l.core.Rate()
 	until, paused := l.core.PausedUntil()
+	var report ThrottleReport
+	if o.Kind == Throttle && l.onThrottle != nil && !l.core.Disabled() && t.Units > 0 {
+		report = ThrottleReport{At: now, Sent: t.Granted, RetryAfter: o.RetryAfter,
+			Measured: l.core.Measured(now), Part: l.core.rules.Part()}
+	}
 	l.metrics.setState(l.core)
 	l.mu.Unlock()
+	if !report.At.IsZero() {
+		l.onThrottle(report)
+	}
 	switch {
 	case after < before:
 		l.log.Info("limiter: rate cut", "status", o.Status, "from", before, "to", after)

@@ -100,10 +100,10 @@ func (m *Metrics) setState(c *Core) {
 	if m == nil {
 		return
 	}
-	m.rate.Set(c.rate)
+	m.rate.Set(c.adapt.Rate)
 	m.tokens.Set(c.tokens)
 	m.queue.Set(float64(c.QueueLen()))
-	m.instances.Set(1 / c.share)
+	m.instances.Set(1 / c.rules.part.Share)
 	if c.paused {
 		m.paused.Set(1)
 	} else {

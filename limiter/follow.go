@@ -1,0 +1,126 @@
+package limiter
+
+import "time"
+
+// Follow makes the Core run on a fleet's rate, at now: fleet is the state
+// of the rules for the whole budget, kept by a fleet controller that all
+// instances share (package cluster). The Core's state becomes fleet's in
+// its part of the budget (Rules.Scale: rate and w_max times the share),
+// the whole fleet rate becomes its ceiling, and a pause is extended to
+// pausedUntil if that is later (a Retry-After another instance received).
+// Until Lead, the Core neither cuts nor raises by itself: a throttle still
+// pauses it and restarts its increase clock, and a change of share
+// rescales it to the fleet's rate times the new share.
+func (c *Core) Follow(now time.Time, fleet Adapt, pausedUntil time.Time) {
+	t := c.offset(now)
+	c.advance(t)
+	c.following = true
+	c.fleet = fleet
+	c.rules.SetCeiling(fleet.Rate)
+	c.adapt = c.rules.Scale(fleet)
+	c.setRate(c.adapt.Rate)
+	if until := pausedUntil.Sub(c.start); until > t {
+		c.pause(until)
+	}
+	c.advance(t)
+}
+
+// Lead makes a following Core run its own rules again, at now, from the
+// fleet state it followed last and never above that fleet rate times its
+// share (the ceiling stays). A Core that does not follow is unchanged.
+func (c *Core) Lead(now time.Time) {
+	c.advance(c.offset(now))
+	c.following = false
+}
+
+// Following reports whether the Core follows a fleet.
+func (c *Core) Following() bool { return c.following }
+
+// LastWait returns when a request last had to wait: now (the latest time
+// seen) while requests are queued, else when the last one was queued; zero
+// if none ever was. A fleet raises its rate only when some instance's
+// requests waited since the fleet's increase clock restarted.
+func (c *Core) LastWait() time.Time {
+	switch {
+	case c.qh < len(c.q):
+		return c.at(c.last)
+	case c.queuedOnce:
+		return c.at(c.lastQueued)
+	}
+	return time.Time{}
+}
+
+// Measured returns this instance's send rate at now in units per minute
+// (the units granted in the last 10 s, times 6), or -1 when it is not
+// known: before 10 s from the start, and with AIMD, which does not use it.
+func (c *Core) Measured(now time.Time) float64 {
+	t := c.offset(now)
+	c.advance(t)
+	return c.measured(t)
+}
+
+// ThrottleReport is a throttle a Limiter observed, for a fleet controller
+// that decides the cuts of many limiters (WithThrottleHook).
+type ThrottleReport struct {
+	At         time.Time     // when the response arrived
+	Sent       time.Time     // when its request was granted (sent_at)
+	RetryAfter time.Duration // its Retry-After, 0 if none
+	// Measured is this instance's send rate (units per minute, the units
+	// granted in the last 10 s × 6), or -1 when unknown (see Core.Measured).
+	Measured float64
+	Part     Part // this instance's part of the budget at the time
+}
+
+// WithThrottleHook makes the Limiter call fn after every throttle it
+// observes, outside its lock. fn must not block.
+func WithThrottleHook(fn func(ThrottleReport)) Option {
+	return func(l *Limiter) { l.onThrottle = fn }
+}
+
+// Follow makes the Limiter run on a fleet's rate: see Core.Follow. It is
+// safe for concurrent use, like every method of Limiter.
+func (l *Limiter) Follow(fleet Adapt, pausedUntil time.Time) {
+	l.update(func(now time.Time) { l.core.Follow(now, fleet, pausedUntil) })
+}
+
+// Lead makes the Limiter run its own rules again, never above the last
+// fleet rate times its share: see Core.Lead.
+func (l *Limiter) Lead() {
+	l.update(func(now time.Time) { l.core.Lead(now) })
+}
+
+// LastWait returns when a request last had to wait (see Core.LastWait).
+func (l *Limiter) LastWait() time.Time {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.core.Advance(now)
+	if l.core.Pending() > 0 {
+		l.dispatchLocked()
+		l.armLocked(now)
+	}
+	return l.core.LastWait()
+}
+
+// Part returns this Limiter's part of the budget.
+func (l *Limiter) Part() Part {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.core.rules.Part()
+}
+
+// update applies a change of the rate at now and logs it.
+func (l *Limiter) update(set func(now time.Time)) {
+	now := time.Now()
+	l.mu.Lock()
+	before := l.core.Rate()
+	set(now)
+	l.dispatchLocked()
+	l.armLocked(now)
+	after := l.core.Rate()
+	l.metrics.setState(l.core)
+	l.mu.Unlock()
+	if after != before {
+		l.log.Debug("limiter: rate set by the fleet", "from", before, "to", after)
+	}
+}

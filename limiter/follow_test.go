@@ -1,0 +1,126 @@
+package limiter
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// A Core that follows a fleet runs at the fleet rate times its part, never
+// cuts or raises by itself, pauses for the fleet's pause, and rescales to
+// the fleet rate when its share changes.
+func TestCoreFollow(t *testing.T) {
+	cfg := cfgWith(func(c *Config) { c.Instances = 4; c.Burst = time.Second })
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := Adapt{Rate: 2400, Throttled: true, LastCut: at(1), IncClock: at(1), WMax: 3000, CutTime: at(1), K: 2}
+	c.Follow(at(2), fleet, time.Time{})
+	if got := c.Rate(); got != 600 {
+		t.Fatalf("rate = %v, want 2400/4", got)
+	}
+	if a := c.Adapt(); a.WMax != 750 || a.K != 2 || !a.LastCut.Equal(at(1)) {
+		t.Fatalf("adapt = %+v, want the fleet's scaled to 1/4", a)
+	}
+	// Its own throttles pause but do not cut; its successes never raise.
+	d := c.Acquire(at(3), 1)
+	c.Observe(at(10), d.At, 1, Outcome{Kind: Throttle, Status: 429, RetryAfter: time.Second})
+	if got := c.Rate(); got != 600 {
+		t.Fatalf("rate after a throttle while following = %v, want 600", got)
+	}
+	if until, ok := c.PausedUntil(); !ok || !until.Equal(at(11)) {
+		t.Fatalf("paused until %v %v, want 11", secs(until), ok)
+	}
+	c.Acquire(at(12), 1000) // oversized: takes the bucket below zero
+	if w := c.Acquire(at(12), 1); w.Status != Waiting {
+		t.Fatalf("second request %v, want it to wait", w.Status)
+	}
+	c.Observe(at(30), at(12), 1, Outcome{Kind: Success, Status: 200})
+	if got := c.Rate(); got != 600 {
+		t.Fatalf("rate after a success while following = %v, want 600", got)
+	}
+	if w := c.LastWait(); !w.Equal(at(30)) {
+		t.Fatalf("LastWait with a queued request = %v, want now (30)", secs(w))
+	}
+	// The fleet's pause reaches it.
+	c.Follow(at(31), fleet, at(40))
+	if until, ok := c.PausedUntil(); !ok || !until.Equal(at(40)) {
+		t.Fatalf("paused until %v %v, want the fleet's 40", secs(until), ok)
+	}
+	// N = 4 → 2: the fleet rate times the new share, not rate·N/M of a
+	// stale rate.
+	fleet.Rate = 2000
+	c.Follow(at(41), fleet, time.Time{})
+	_ = c.SetInstanceCount(at(42), 2)
+	if got := c.Rate(); got != 1000 {
+		t.Fatalf("rate after N=2 = %v, want 2000/2", got)
+	}
+}
+
+// A Core that leads again runs its own rules from the fleet's state, and
+// never raises above the last fleet rate times its share.
+func TestCoreLeadCeiling(t *testing.T) {
+	cfg := cfgWith(func(c *Config) { c.Instances = 2; c.Burst = time.Second; c.AIMD.IncreaseInterval = 0 })
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Follow(at(0), Adapt{Rate: 1000, LastCut: at(0), IncClock: at(0), WMax: 1000, CutTime: at(0)}, time.Time{})
+	c.Lead(at(1))
+	if c.Following() {
+		t.Fatal("still following after Lead")
+	}
+	for i := range 20 {
+		now := at(2 + float64(i))
+		d := c.Acquire(now, 100) // more than the bucket: waits
+		if d.Status == Waiting {
+			c.Advance(now.Add(30 * time.Second))
+		}
+		c.Observe(now, now, 1, Outcome{Kind: Success, Status: 200})
+		if r := c.Rate(); r > 500+1e-9 {
+			t.Fatalf("raise %d: rate %v above the fleet's 1000 × 1/2", i, r)
+		}
+	}
+	if r := c.Rate(); r != 500 {
+		t.Fatalf("rate = %v, want it raised up to the ceiling 500", r)
+	}
+	d := c.Acquire(at(100), 1)
+	c.Observe(at(101), d.At, 1, Outcome{Kind: Throttle, Status: 429})
+	if r := c.Rate(); math.Abs(r-350) > 1e-9 {
+		t.Fatalf("rate after a local cut = %v, want 500·0.7", r)
+	}
+}
+
+// The Rules of a whole budget cut once per burst and raise once per
+// interval: the rules a fleet shares.
+func TestRulesThrottleAndRaise(t *testing.T) {
+	cfg := DefaultConfig()
+	r := NewRules(cfg, Whole)
+	a := r.Start(at(0))
+	if a.Rate != 600 || a.WMax != 600 {
+		t.Fatalf("start = %+v", a)
+	}
+	if !r.Throttle(&a, at(1), at(0.9), -1) || a.Rate != 420 {
+		t.Fatalf("first throttle: rate %v, want 420", a.Rate)
+	}
+	// Same burst: within the cooldown, or sent before the cut.
+	if r.Throttle(&a, at(2), at(1.5), -1) || r.Throttle(&a, at(7), at(0.95), -1) {
+		t.Fatal("a throttle of the same burst cut again")
+	}
+	if !r.Throttle(&a, at(7), at(6), -1) || math.Abs(a.Rate-294) > 1e-9 {
+		t.Fatalf("throttle after the cooldown: rate %v, want 294", a.Rate)
+	}
+	if r.Raise(&a, at(20), false) {
+		t.Fatal("raised though nobody waited")
+	}
+	if r.Raise(&a, at(16), true) {
+		t.Fatal("raised before increase_interval on the increase clock (7)")
+	}
+	if !r.Raise(&a, at(17), true) || math.Abs(a.Rate-414) > 1e-9 || !a.IncClock.Equal(at(17)) {
+		t.Fatalf("raise: %+v, want 294+120 at 17", a)
+	}
+	if r.Raise(&a, at(18), true) {
+		t.Fatal("second raise within the interval")
+	}
+}
