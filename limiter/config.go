@@ -57,6 +57,12 @@ type CUBICConfig struct {
 // brings the curve back to w_max in about one 60 s quota window.
 const DefaultCUBICScaleConstant = 0.003
 
+// Upper bounds of the counts in Config.
+const (
+	MaxQueueLimit = 1_000_000
+	MaxInstances  = 10_000
+)
+
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
@@ -107,8 +113,8 @@ func (c Config) Validate() error {
 	if c.Burst < 0 {
 		bad("burst", c.Burst, ">= 0")
 	}
-	if c.QueueLimit < 0 {
-		bad("queue_limit", c.QueueLimit, ">= 0")
+	if c.QueueLimit < 0 || c.QueueLimit > MaxQueueLimit {
+		bad("queue_limit", c.QueueLimit, fmt.Sprintf("from 0 to %d", MaxQueueLimit))
 	}
 	if c.MaxWait <= 0 {
 		bad("max_wait", c.MaxWait, "> 0")
@@ -139,8 +145,8 @@ func (c Config) Validate() error {
 	if !finitePos(c.CUBIC.ScaleConstant) {
 		bad("cubic.scale_constant", c.CUBIC.ScaleConstant, "> 0")
 	}
-	if c.Instances < 1 {
-		bad("instances", c.Instances, ">= 1")
+	if c.Instances < 1 || c.Instances > MaxInstances {
+		bad("instances", c.Instances, fmt.Sprintf("from 1 to %d", MaxInstances))
 	}
 	return errors.Join(errs...)
 }

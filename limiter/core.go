@@ -190,11 +190,14 @@ func (c *Core) Acquire(now time.Time, units float64) Decision {
 	return d
 }
 
-// take removes u units from a bucket that holds them (or is full, for an
-// oversized request). A grant at a time rounded to the nanosecond may find
-// the bucket a hair short of u; the shortfall is kept, so that the level
-// stays exact for the continuous model at every later instant.
+// take removes u units, bounded by CostBound, from a bucket that holds
+// them (or is full, for an oversized request), so the level never goes
+// below minus one request's bounded cost. A grant at a time rounded to the
+// nanosecond may find the bucket a hair short of u; the shortfall is kept,
+// so that the level stays exact for the continuous model at every later
+// instant.
 func (c *Core) take(t time.Duration, u float64) {
+	u = math.Min(u, c.CostBound())
 	c.tokens -= u
 	if c.measure {
 		c.recordGrant(t, u)
@@ -494,6 +497,16 @@ func (c *Core) measured(t time.Duration) float64 {
 
 // Rate returns this instance's current rate in units per minute.
 func (c *Core) Rate() float64 { return c.adapt.Rate }
+
+// CostBound returns the most units one request takes from the bucket:
+// this instance's max_units_per_minute over max_wait (what the bucket can
+// accrue, at the highest rate, in the longest a request may wait), and
+// never more than MaxUnits. A larger request is granted like any
+// oversized one but pays only CostBound, so one absurd cost cannot hold
+// every later request back for longer than max_wait.
+func (c *Core) CostBound() float64 {
+	return math.Min(MaxUnits, c.maxR/60*c.cfg.MaxWait.Seconds())
+}
 
 // Capacity returns the bucket's capacity in units at the current rate.
 func (c *Core) Capacity() float64 { return c.cap }

@@ -65,9 +65,9 @@ func TestCostValidate(t *testing.T) {
 	if err == nil {
 		t.Fatal("bad: no error")
 	}
-	want := "limiter: default cost: must be a finite number >= 0, got +Inf\n" +
-		"limiter: cost of \"a\": must be a finite number >= 0, got -2\n" +
-		"limiter: cost of \"z\": must be a finite number >= 0, got NaN"
+	want := "limiter: default cost: must be a number from 0 to 1e+12, got +Inf\n" +
+		"limiter: cost of \"a\": must be a number from 0 to 1e+12, got -2\n" +
+		"limiter: cost of \"z\": must be a number from 0 to 1e+12, got NaN"
 	if err.Error() != want {
 		t.Errorf("bad.Validate() =\n%v\nwant\n%v", err, want)
 	}

@@ -343,6 +343,18 @@ func (l *Limiter) Rate() float64 {
 	return l.core.Rate()
 }
 
+// CostBound returns the most units one request takes from this
+// instance's bucket (Core.CostBound); MaxUnits when disabled. The worker
+// dead-letters a job that costs more (bad_cost).
+func (l *Limiter) CostBound() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.core.Disabled() {
+		return MaxUnits
+	}
+	return l.core.CostBound()
+}
+
 // Stats returns a snapshot of the Limiter now.
 func (l *Limiter) Stats() Stats {
 	now := time.Now()

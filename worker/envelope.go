@@ -30,6 +30,11 @@ const TypeHeader = "Sluice-Type"
 // DefaultMaxEnvelopeBytes is the default JobsConfig.MaxEnvelopeBytes (1 MiB).
 const DefaultMaxEnvelopeBytes = 1 << 20
 
+// MaxMaxEnvelopeBytes bounds jobs.max_envelope_bytes: 64 MiB, above every
+// source's message limit (Pub/Sub's is 10 MB, a NATS server's at most
+// 64 MiB).
+const MaxMaxEnvelopeBytes = 64 << 20
+
 // Reasons an invalid job is dead-lettered with. They are stable: dead-letter
 // records carry them and `sluice dlq replay --reason` filters on them.
 const (
@@ -95,6 +100,8 @@ func (c JobsConfig) Validate() error {
 	}
 	if c.MaxEnvelopeBytes < 0 {
 		errs = append(errs, fmt.Errorf("worker: jobs.max_envelope_bytes: must be > 0, got %d", c.MaxEnvelopeBytes))
+	} else if c.MaxEnvelopeBytes > MaxMaxEnvelopeBytes {
+		errs = append(errs, fmt.Errorf("worker: jobs.max_envelope_bytes: must be <= %d, got %d", MaxMaxEnvelopeBytes, c.MaxEnvelopeBytes))
 	}
 	for name, t := range c.Types {
 		if err := t.validate(); err != nil {

@@ -89,6 +89,16 @@ const (
 	DefaultSettleTimeout      = 30 * time.Second
 )
 
+// Upper bounds of the counts in Config: larger values are errors, since
+// they only stall the worker (a slot loop of billions of turns, a job
+// retried for days) or exhaust its memory.
+const (
+	MaxMaxInFlight      = 10000
+	MaxMaxAttempts      = 100
+	MaxMaxDeliveries    = 1000
+	MaxBodyExcerptBytes = 1 << 20
+)
+
 // Config holds the worker's options. The zero value takes every default.
 type Config struct {
 	// ID names this worker in dead-letter records and logs; default
@@ -180,6 +190,17 @@ func (c Config) Validate() error {
 	neg("max_attempts", int64(c.MaxAttempts), c.MaxAttempts)
 	neg("max_deliveries", int64(c.MaxDeliveries), c.MaxDeliveries)
 	neg("body_excerpt_bytes", int64(c.BodyExcerptBytes), c.BodyExcerptBytes)
+	for _, b := range []struct {
+		field  string
+		v, max int
+	}{
+		{"max_in_flight", c.MaxInFlight, MaxMaxInFlight}, {"max_attempts", c.MaxAttempts, MaxMaxAttempts},
+		{"max_deliveries", c.MaxDeliveries, MaxMaxDeliveries}, {"body_excerpt_bytes", c.BodyExcerptBytes, MaxBodyExcerptBytes},
+	} {
+		if b.v > b.max {
+			errs = append(errs, fmt.Errorf("worker: %s: must be <= %d, got %d", b.field, b.max, b.v))
+		}
+	}
 	for _, d := range []struct {
 		field string
 		v     time.Duration

@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -514,10 +515,26 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) {
 			d.errs.at(path, n.Line, "must be %s", kindName(v.Kind()))
 			return
 		}
+		if isInt(v.Kind()) && n.ShortTag() == "!!float" {
+			// yaml would truncate 1.9 to 1: a fraction is an error.
+			if f, err := strconv.ParseFloat(n.Value, 64); err != nil || f != math.Trunc(f) {
+				d.errs.at(path, n.Line, "must be %s, got %q", kindName(v.Kind()), n.Value)
+				return
+			}
+		}
 		if err := n.Decode(v.Addr().Interface()); err != nil {
 			d.errs.at(path, n.Line, "must be %s, got %q", kindName(v.Kind()), n.Value)
 		}
 	}
+}
+
+func isInt(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 func kindName(k reflect.Kind) string {
@@ -591,9 +608,11 @@ func (c *config) validate(errs *configErrors, needTarget bool) error {
 	default:
 		errs.add("jobs.envelope", "must be %q or %q, got %q", worker.EnvelopeJSON, worker.EnvelopeRaw, c.Jobs.Envelope)
 	}
-	if c.Jobs.MaxEnvelopeBytes <= 0 {
+	if c.Jobs.MaxEnvelopeBytes == 0 {
 		errs.add("jobs.max_envelope_bytes", "must be > 0, got %d", c.Jobs.MaxEnvelopeBytes)
 	}
+	// The library's bounds (negative values, upper bounds).
+	errs.addLib("", worker.JobsConfig{MaxEnvelopeBytes: c.Jobs.MaxEnvelopeBytes}.Validate())
 	if c.Jobs.DefaultType == "" {
 		errs.add("jobs.default_type", "must not be empty")
 	}
@@ -628,10 +647,11 @@ func (c *config) validate(errs *configErrors, needTarget bool) error {
 	}{
 		{"worker.max_in_flight", w.MaxInFlight}, {"worker.max_attempts", w.MaxAttempts}, {"worker.max_deliveries", w.MaxDeliveries},
 	} {
-		if f.v <= 0 {
+		if f.v == 0 { // negative values and upper bounds are the library's
 			errs.add(f.path, "must be > 0, got %d", f.v)
 		}
 	}
+	errs.addLib("worker", worker.Config{MaxInFlight: w.MaxInFlight, MaxAttempts: w.MaxAttempts, MaxDeliveries: w.MaxDeliveries}.Validate())
 	for _, f := range []struct {
 		path string
 		v    limiterDuration

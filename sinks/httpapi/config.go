@@ -19,6 +19,9 @@ import (
 const (
 	DefaultTimeout          = 30 * time.Second
 	DefaultMaxResponseBytes = 1 << 20 // 1 MiB
+	// MaxMaxResponseBytes bounds MaxResponseBytes: each call in flight may
+	// hold this much.
+	MaxMaxResponseBytes = 64 << 20
 	DefaultMaxConns         = 64
 	DefaultUserAgent        = "sluice"
 )
@@ -99,6 +102,8 @@ func (c Config) Validate() error {
 	}
 	if c.MaxResponseBytes < 0 {
 		bad("max_response_bytes", c.MaxResponseBytes, ">= 0")
+	} else if c.MaxResponseBytes > MaxMaxResponseBytes {
+		bad("max_response_bytes", c.MaxResponseBytes, fmt.Sprintf("<= %d", MaxMaxResponseBytes))
 	}
 	if c.MaxConns < 0 {
 		bad("max_conns", c.MaxConns, ">= 0")
