@@ -505,7 +505,7 @@ func (c *Core) Rate() float64 { return c.adapt.Rate }
 // oversized one but pays only CostBound, so one absurd cost cannot hold
 // every later request back for longer than max_wait.
 func (c *Core) CostBound() float64 {
-	return math.Min(MaxUnits, c.maxR/60*c.cfg.MaxWait.Seconds())
+	return math.Min(MaxUnits, c.rules.part.Of(c.cfg.MaxUnitsPerMinute)/60*c.cfg.MaxWait.Seconds())
 }
 
 // Capacity returns the bucket's capacity in units at the current rate.
