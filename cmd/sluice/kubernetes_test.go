@@ -95,7 +95,7 @@ func readManifests(t *testing.T) map[string]k8sObject {
 			objs[kind] = o
 		}
 	}
-	for _, k := range []string{"Kustomization", "ConfigMap", "Deployment", "Service", "ServiceMonitor", "ScaledObject"} {
+	for _, k := range []string{"Kustomization", "ConfigMap", "Deployment", "Service", "ServiceMonitor", "ScaledObject", "PodDisruptionBudget"} {
 		if objs[k] == nil {
 			t.Fatalf("no %s in deploy/kubernetes", k)
 		}
@@ -209,9 +209,10 @@ func TestKubernetesManifests(t *testing.T) {
 		if cfg.Metrics.Listen != raw.Metrics.Listen {
 			t.Errorf("decoded metrics.listen %q, want %q", cfg.Metrics.Listen, raw.Metrics.Listen)
 		}
-		// Each replica takes 1/instances of the budget.
-		if r := dep.num("spec.replicas"); cfg.Limiter.Instances != r {
-			t.Errorf("limiter.instances %d, but the Deployment runs %d replicas", cfg.Limiter.Instances, r)
+		// KEDA changes the replica count: each replica's share follows the
+		// live count (deploy/autoscale_test.go checks every example).
+		if m := cfg.Limiter.Share.Mode; m != "members" && m != "leases" {
+			t.Errorf("limiter.share.mode %q with an autoscaler, want members or leases", m)
 		}
 		if cfg.Target.Headers["Authorization"] != "Bearer value-of-"+secretVar {
 			t.Errorf("the Authorization header does not come from the Secret's variable")
@@ -313,4 +314,60 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The pod runs without a Kubernetes API token, has a memory limit for the
+// runtime's soft limit (internal/memlimit), and at most one pod is evicted
+// at a time by a voluntary disruption.
+func TestKubernetesPodHardening(t *testing.T) {
+	objs := readManifests(t)
+	dep, pdb := objs["Deployment"], objs["PodDisruptionBudget"]
+	if dep.path("spec.template.spec.automountServiceAccountToken") != false {
+		t.Error("automountServiceAccountToken is not false")
+	}
+	if dep.str("spec.template.spec.containers.0.resources.limits.memory") == "" {
+		t.Error("no memory limit: GOMEMLIMIT is derived from it")
+	}
+	pdbSel, _ := pdb.path("spec.selector.matchLabels").(map[string]any)
+	podLbl, _ := dep.path("spec.template.metadata.labels").(map[string]any)
+	for k, v := range pdbSel {
+		if podLbl[k] != v {
+			t.Errorf("PodDisruptionBudget selector %s=%v does not match the pods", k, v)
+		}
+	}
+	if len(pdbSel) == 0 || pdb.num("spec.maxUnavailable") != 1 {
+		t.Errorf("PodDisruptionBudget %v: want maxUnavailable 1 over the pods", pdb["spec"])
+	}
+}
+
+// The Pub/Sub overlay's config decodes with the real decoder and shares
+// the budget by the live count through the NATS server it names.
+func TestKubernetesPubSubOverlay(t *testing.T) {
+	b := readFile(t, "../../deploy/kubernetes-pubsub/configmap.yaml")
+	var cm struct {
+		Data map[string]string `yaml:"data"`
+	}
+	if err := yaml.Unmarshal([]byte(b), &cm); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"GOOGLE_CLOUD_PROJECT": "my-project", "SLUICE_API_TOKEN": "t", "POD_NAME": "sluice-0"}
+	cfg, err := parseConfig([]byte(cm.Data["sluice.yaml"]), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("the Pub/Sub overlay's sluice.yaml does not decode: %v", err)
+	}
+	if cfg.Source.Kind != "pubsub" || cfg.Source.PubSub.Project != "my-project" {
+		t.Errorf("source %q, project %q", cfg.Source.Kind, cfg.Source.PubSub.Project)
+	}
+	if cfg.Limiter.Share.Mode != "members" || cfg.Limiter.Share.NATSURL == "" {
+		t.Errorf("share %+v: want members through a NATS URL", cfg.Limiter.Share)
+	}
+	so := readFile(t, "../../deploy/kubernetes-pubsub/scaledobject.yaml")
+	sub := cfg.Source.PubSub.Subscription
+	if !strings.Contains(so, "type: gcp-pubsub") || !strings.Contains(so, "subscriptions/"+sub+"\n") {
+		t.Errorf("the ScaledObject does not watch subscription %q with gcp-pubsub", sub)
+	}
+	ta := readFile(t, "../../deploy/kubernetes-pubsub/triggerauthentication.yaml")
+	if !strings.Contains(ta, "podIdentity:") || !strings.Contains(ta, "provider: gcp") {
+		t.Error("the TriggerAuthentication does not use podIdentity provider gcp")
+	}
 }

@@ -7,9 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/sluicehq/sluice/internal/memlimit"
 )
 
 func main() {
+	// The runtime's soft memory limit from the cgroup's (a container's
+	// limits.memory), unless GOMEMLIMIT is set: docs/deployment.md.
+	if _, _, err := memlimit.Apply(os.Getenv, os.DirFS("/")); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice: warning:", err)
+	}
 	os.Exit(run(context.Background(), os.Args[1:]))
 }
 
