@@ -60,10 +60,53 @@
 // IdleShare: never more than it holds, never the whole budget. When NATS is
 // back it acquires leases again as usual.
 //
+// # The fleet controller: one adaptive rate for the whole budget
+//
+// A Fleet (OpenFleet, Run) makes all workers of a budget run on one
+// adaptive rate instead of N controllers of their own. Its state
+// (FleetState: the limiter's limiter.Adapt for the whole budget, that is
+// the rate, the last cut, the increase clock, CUBIC's w_max, epoch and K;
+// the fleet's pause; and when a worker last wrote it) is the key "fleet" of
+// the bucket FleetBucket(Config.Bucket), which has no max age so that the
+// rate outlives the workers. Every change is a compare-and-set on the key's
+// revision: a worker reads the state, applies the limiter's own rules
+// (limiter.Rules for the whole budget) to it, and writes it only if nobody
+// wrote meanwhile; otherwise it reads again and decides again. So the
+// decisions of many workers are taken one after the other on the latest
+// state and never compound.
+//
+//   - A throttle seen by any worker (reported by its limiter's throttle
+//     hook) is the limiter's throttle rule applied to the fleet: it restarts
+//     the fleet's increase clock and cuts the fleet rate if this is the
+//     first throttle or if decrease_cooldown has passed since the fleet's
+//     last cut and the request was sent after it, so a burst of 429s across
+//     the fleet is one cut. CUBIC's measured rate is the worker's divided by
+//     its share. A Retry-After extends the fleet's pause (capped at
+//     max_pause), which every worker then honours.
+//   - A raise is the limiter's raise rule applied to the fleet, looked for
+//     every second by each worker, at most once per aimd.increase_interval
+//     on the fleet's increase clock (for CUBIC too), outside the fleet's
+//     pause, and only if some worker's requests waited since the clock
+//     restarted: its own limiter's, or another's, from the Waited time its
+//     heartbeat carries.
+//   - Each worker's limiter follows the state (limiter.Limiter.Follow): its
+//     rate is the fleet rate times its share, 1/N in members mode, held/P in
+//     leases mode.
+//   - Remembered rate: a running worker confirms the state once per Refresh
+//     for the fleet. A worker that starts runs on the stored state if it was
+//     written less than FleetConfig.Remember (default 1h) ago; else it
+//     writes a new state at the initial rate.
+//   - Faults: when a write or read fails (NATS unreachable), the worker's
+//     limiter runs its own rules again from the fleet state it had, never
+//     above the last fleet rate times its share (limiter.Limiter.Lead); the
+//     throttles it sees meanwhile are kept. Each second it tries to read the
+//     state again; once it can, it applies those throttles to the fleet by
+//     the same rule and follows the fleet again.
+//
 // # Structure
 //
 // The decisions are deterministic functions of the current time (key
-// liveness, when to refresh, how many partitions to take or give), tested
-// at fixed instants; Membership.Run and Leases.Run drive them on the real
-// clock. Both are safe for concurrent use of their accessors.
+// liveness, when to refresh, how many partitions to take or give, the
+// fleet's cuts, raises and remembered rate), tested at fixed instants;
+// Membership.Run, Leases.Run and Fleet.Run drive them on the real clock. Both are safe for concurrent use of their accessors.
 package cluster

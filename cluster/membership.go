@@ -31,6 +31,10 @@ type Member struct {
 	Rate      float64   `json:"rate"`      // its limiter's rate, units per minute
 	Share     float64   `json:"share"`     // its fraction of the budget
 	Leases    int       `json:"leases"`    // partitions it holds (leases mode)
+	// Waited is when its requests last had to wait in its limiter (zero:
+	// never); a fleet raises its rate only if some worker's did since the
+	// fleet's increase clock restarted.
+	Waited time.Time `json:"waited,omitzero"`
 }
 
 // Membership keeps this worker's heartbeat key in the bucket and counts the
@@ -285,8 +289,12 @@ func (m *Membership) write(ctx context.Context, now time.Time) error {
 	if m.set.rate != nil {
 		rate = m.set.rate()
 	}
+	var waited time.Time
+	if m.set.lastWait != nil {
+		waited = m.set.lastWait()
+	}
 	m.mu.Lock()
-	v := Member{ID: m.cfg.ID, Started: m.started, Refreshed: now, Rate: rate, Share: m.share, Leases: m.leases}
+	v := Member{ID: m.cfg.ID, Started: m.started, Refreshed: now, Rate: rate, Share: m.share, Leases: m.leases, Waited: waited}
 	m.mu.Unlock()
 	data, err := json.Marshal(v)
 	if err != nil {

@@ -11,9 +11,15 @@ import (
 //
 //	sluice_cluster_instances  gauge  live members seen in the bucket, this one included
 //	sluice_cluster_leases     gauge  capacity partitions this worker holds (leases mode)
+//	sluice_cluster_fleet_rate        gauge    the fleet's rate for the whole budget, units per minute
+//	sluice_cluster_fleet_cuts_total  counter  fleet cuts this worker wrote
+//	sluice_cluster_fleet_online      gauge    1 while following the fleet state, 0 while on the local rules
 type Metrics struct {
-	instances prometheus.Gauge
-	leases    prometheus.Gauge
+	instances   prometheus.Gauge
+	leases      prometheus.Gauge
+	fleetRate   prometheus.Gauge
+	fleetCuts   prometheus.Counter
+	fleetOnline prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them with reg (none if reg
@@ -28,9 +34,21 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "sluice_cluster_leases",
 			Help: "Capacity partitions this worker holds a lease on.",
 		}),
+		fleetRate: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sluice_cluster_fleet_rate",
+			Help: "The fleet's rate for the whole budget, units per minute, as this worker last saw it.",
+		}),
+		fleetCuts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_cluster_fleet_cuts_total",
+			Help: "Cuts of the fleet's rate that this worker wrote.",
+		}),
+		fleetOnline: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sluice_cluster_fleet_online",
+			Help: "1 while this worker follows the fleet state, 0 while it runs on its local rules.",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.instances, m.leases} {
+		for _, c := range []prometheus.Collector{m.instances, m.leases, m.fleetRate, m.fleetCuts, m.fleetOnline} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("cluster: metrics: %w", err)
 			}
@@ -48,5 +66,22 @@ func (m *Metrics) setInstances(n int) {
 func (m *Metrics) setLeases(n int) {
 	if m != nil {
 		m.leases.Set(float64(n))
+	}
+}
+
+func (m *Metrics) setFleet(rate float64, online bool) {
+	if m != nil {
+		m.fleetRate.Set(rate)
+		if online {
+			m.fleetOnline.Set(1)
+		} else {
+			m.fleetOnline.Set(0)
+		}
+	}
+}
+
+func (m *Metrics) fleetCut() {
+	if m != nil {
+		m.fleetCuts.Inc()
 	}
 }

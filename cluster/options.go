@@ -1,17 +1,21 @@
 package cluster
 
-import "log/slog"
+import (
+	"log/slog"
+	"time"
+)
 
 // Option configures a Membership or Leases.
 type Option func(*settings)
 
 type settings struct {
-	log     *slog.Logger
-	metrics *Metrics
-	rate    func() float64
-	onCount func(int)
-	onShare func(float64)
-	onHeld  func([]int) // tests: the partitions held, after every change
+	log      *slog.Logger
+	metrics  *Metrics
+	rate     func() float64
+	lastWait func() time.Time
+	onCount  func(int)
+	onShare  func(float64)
+	onHeld   func([]int) // tests: the partitions held, after every change
 }
 
 func newSettings(opts []Option) settings {
@@ -48,3 +52,8 @@ func WithInstanceCount(fn func(n int)) Option { return func(s *settings) { s.onC
 // one goroutine at a time, before a lease is given up and after one is
 // acquired, so the limiter never runs on a partition it does not hold.
 func WithShare(fn func(share float64)) Option { return func(s *settings) { s.onShare = fn } }
+
+// WithLastWait gives when the member's requests last had to wait in its
+// limiter (limiter.Limiter.LastWait), which each heartbeat carries for the
+// fleet's raise rule.
+func WithLastWait(fn func() time.Time) Option { return func(s *settings) { s.lastWait = fn } }

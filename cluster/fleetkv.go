@@ -1,0 +1,428 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluicehq/sluice/limiter"
+)
+
+// Limiter is what a Fleet drives: the worker's own limiter, which
+// *limiter.Limiter satisfies.
+type Limiter interface {
+	// Follow runs the limiter at the fleet's rate times its share, paused
+	// until pausedUntil if that is later than its own pause.
+	Follow(fleet limiter.Adapt, pausedUntil time.Time)
+	// Lead runs the limiter's own rules again, never above the last fleet
+	// rate times its share.
+	Lead()
+	// LastWait returns when a request last had to wait.
+	LastWait() time.Time
+}
+
+var _ Limiter = (*limiter.Limiter)(nil)
+
+// fleetKey is the key of the fleet's state in the fleet bucket.
+const fleetKey = "fleet"
+
+// FleetBucket returns the name of the bucket that holds the fleet state of
+// the workers coordinating in bucket. It is a bucket of its own, with no
+// max age, because the coordination bucket drops every key after its TTL
+// and the fleet's rate must be remembered for limiter.share.remember.
+func FleetBucket(bucket string) string { return bucket + "_fleet" }
+
+// FleetConfig configures a Fleet.
+type FleetConfig struct {
+	// Bucket is the coordination bucket (Config.Bucket); the state lives
+	// in FleetBucket(Bucket).
+	Bucket string
+	// Limiter holds the budget's limiter options (validated), whose rules
+	// the fleet runs for the whole budget.
+	Limiter limiter.Config
+	// Remember is how long the state is used after a worker last wrote
+	// it; older, a starting worker begins again at the initial rate.
+	// Default DefaultRemember.
+	Remember time.Duration
+	// Refresh is how often a running worker confirms the state (at most
+	// once per Refresh for the whole fleet). Default DefaultTTL/3.
+	Refresh time.Duration
+}
+
+func (c FleetConfig) withDefaults() FleetConfig {
+	if c.Remember == 0 {
+		c.Remember = DefaultRemember
+	}
+	if c.Refresh == 0 {
+		c.Refresh = DefaultTTL / 3
+	}
+	return c
+}
+
+// Fleet runs one adaptive rate for all the workers that share a budget: the
+// limiter's rules applied to a FleetState in the fleet bucket, written only
+// with compare-and-set on the key's revision, so that concurrent decisions
+// of many workers never compound. See the package documentation.
+type Fleet struct {
+	kv    jetstream.KeyValue
+	cfg   FleetConfig
+	rules fleetRules
+	m     *Membership // heartbeats saying when the others waited; nil for none
+	set   settings
+
+	mu         sync.Mutex
+	state      FleetState
+	rev        uint64 // the state's revision in the bucket; 0 if absent
+	online     bool
+	lim        Limiter
+	pending    limiter.ThrottleReport // throttles not yet applied, coalesced
+	hasPending bool
+	kick       chan struct{}
+}
+
+// OpenFleet opens (or creates) the fleet bucket and reads the state a
+// starting worker runs on: the stored state if a worker wrote it less than
+// Remember ago, else a new one at the initial rate, which it writes. m
+// gives the other workers' heartbeats (nil: this worker alone).
+func OpenFleet(ctx context.Context, js jetstream.JetStream, cfg FleetConfig, m *Membership, opts ...Option) (*Fleet, error) {
+	if err := cfg.Limiter.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Remember < 0 {
+		return nil, fmt.Errorf("cluster: remember: must be >= 0, got %v", cfg.Remember)
+	}
+	cfg = cfg.withDefaults()
+	kv, err := openFleetBucket(ctx, js, FleetBucket(cfg.Bucket))
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{kv: kv, cfg: cfg, m: m, set: newSettings(opts), online: true, kick: make(chan struct{}, 1),
+		rules: newFleetRules(cfg.Limiter, cfg.Remember, cfg.Refresh)}
+	if err := f.reload(ctx); err != nil {
+		return nil, err
+	}
+	remembered := f.rev != 0 && time.Since(f.state.Seen) < cfg.Remember
+	err = f.update(ctx, func(s FleetState) (FleetState, bool) { return f.rules.resume(s, time.Now()) })
+	if err != nil {
+		return nil, err
+	}
+	f.set.log.Info("cluster: fleet state", "bucket", FleetBucket(cfg.Bucket), "rate", f.State().Rate, "remembered", remembered)
+	return f, nil
+}
+
+func openFleetBucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, name)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      name,
+			Description: "sluice: the adaptive rate of the workers sharing one budget, remembered across restarts",
+			History:     1,
+			Storage:     jetstream.FileStorage,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, name)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bucket %q: %w", name, err)
+	}
+	return kv, nil
+}
+
+// State returns the fleet state as this worker last saw it.
+func (f *Fleet) State() FleetState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state
+}
+
+// Online reports whether this worker runs on the fleet's state (true) or,
+// the bucket being unreachable, on its own rules below the last fleet rate.
+func (f *Fleet) Online() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.online
+}
+
+// Report takes a throttle the worker's limiter observed (it is the
+// limiter's throttle hook, limiter.WithThrottleHook). Reports are
+// coalesced and applied to the fleet by Run; it never blocks.
+func (f *Fleet) Report(r limiter.ThrottleReport) {
+	f.mu.Lock()
+	if !f.hasPending {
+		f.pending, f.hasPending = r, true
+	} else {
+		p := &f.pending
+		p.At = latest(p.At, r.At)
+		p.Sent = latest(p.Sent, r.Sent)
+		if p.At.Add(p.RetryAfter).Before(r.At.Add(r.RetryAfter)) {
+			p.RetryAfter = r.At.Add(r.RetryAfter).Sub(p.At)
+		}
+		p.Measured, p.Part = r.Measured, r.Part
+	}
+	f.mu.Unlock()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run makes lim follow the fleet state until ctx ends: it watches the
+// state, applies the reported throttles, raises the rate when the rules
+// allow, and confirms the state once per refresh. While the bucket cannot
+// be reached lim runs on its own rules, below the last fleet rate; when it
+// can again, the throttles seen meanwhile are applied to the fleet and lim
+// follows the fleet again. Run returns nil when ctx ends.
+func (f *Fleet) Run(ctx context.Context, lim Limiter) error {
+	f.attach(lim)
+	w, err := f.kv.Watch(context.WithoutCancel(ctx), fleetKey)
+	if err != nil {
+		return fmt.Errorf("cluster: watch fleet state: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	tick := time.NewTicker(fleetTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("cluster: watch fleet state: closed")
+			}
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				f.observe(e.Value(), e.Revision(), false)
+			}
+		case <-f.kick:
+			f.step(ctx, time.Now(), false)
+		case <-tick.C:
+			f.step(ctx, time.Now(), true)
+		}
+	}
+}
+
+// attach makes lim follow the fleet state (or lead, offline).
+func (f *Fleet) attach(lim Limiter) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lim = lim
+	f.set.metrics.setFleet(f.state.Rate, f.online)
+	if f.online {
+		lim.Follow(f.state.Adapt, f.state.PausedUntil)
+	} else {
+		lim.Lead()
+	}
+}
+
+// fleetTick is how often Run looks for a raise, a confirmation due, or
+// the bucket coming back.
+const fleetTick = time.Second
+
+// step rejoins the fleet if it was offline, applies the pending throttles
+// and, on a tick, raises and confirms the state.
+func (f *Fleet) step(ctx context.Context, now time.Time, tick bool) {
+	if !f.Online() {
+		if !tick || f.reload(ctx) != nil {
+			return
+		}
+		f.rejoin()
+	}
+	f.mu.Lock()
+	r, has := f.pending, f.hasPending
+	f.hasPending = false
+	lim := f.lim
+	f.mu.Unlock()
+	if has {
+		err := f.update(ctx, func(s FleetState) (FleetState, bool) {
+			ns, changed, _ := f.rules.throttle(s, r)
+			return ns, changed
+		}, func(before, after FleetState) {
+			if after.LastCut.After(before.LastCut) || !before.Throttled && after.Throttled {
+				f.set.metrics.fleetCut()
+				f.set.log.Info("cluster: fleet rate cut", "from", before.Rate, "to", after.Rate)
+			}
+		})
+		if err != nil {
+			f.requeue(r)
+			return
+		}
+	}
+	if !tick || lim == nil {
+		return
+	}
+	wait := f.lastWait(lim)
+	if f.update(ctx, func(s FleetState) (FleetState, bool) { return f.rules.raise(s, now, wait) }) != nil {
+		return
+	}
+	_ = f.update(ctx, func(s FleetState) (FleetState, bool) { return f.rules.touch(s, now) })
+}
+
+// requeue puts back a throttle that could not be applied.
+func (f *Fleet) requeue(r limiter.ThrottleReport) {
+	f.mu.Lock()
+	has := f.hasPending
+	f.mu.Unlock()
+	if !has {
+		f.mu.Lock()
+		f.pending, f.hasPending = r, true
+		f.mu.Unlock()
+		return
+	}
+	f.Report(r)
+}
+
+// lastWait is the latest time any worker's requests waited: this one's,
+// and the others' from their heartbeats.
+func (f *Fleet) lastWait(lim Limiter) time.Time {
+	w := lim.LastWait()
+	if f.m != nil {
+		for _, v := range f.m.Members() {
+			w = latest(w, v.Waited)
+		}
+	}
+	return w
+}
+
+// update applies fn to the state and writes the result with
+// compare-and-set on the revision it was read at; when another worker
+// wrote first, it reads the state again and applies fn again, so that each
+// decision is taken on the latest state exactly once. An error other than
+// a conflict takes the worker offline.
+// done, if given, is called with the state before and after a successful
+// write.
+func (f *Fleet) update(ctx context.Context, fn func(FleetState) (FleetState, bool), done ...func(before, after FleetState)) error {
+	for range maxConflicts {
+		f.mu.Lock()
+		s, rev := f.state, f.rev
+		f.mu.Unlock()
+		ns, changed := fn(s)
+		if !changed {
+			return nil
+		}
+		data, err := json.Marshal(ns)
+		if err != nil {
+			return fmt.Errorf("cluster: fleet state: %w", err)
+		}
+		octx, cancel := context.WithTimeout(ctx, opTimeout(f.cfg.Refresh))
+		if rev == 0 {
+			rev, err = f.kv.Create(octx, fleetKey, data)
+		} else {
+			rev, err = f.kv.Update(octx, fleetKey, data, rev)
+		}
+		cancel()
+		if err == nil {
+			f.apply(ns, rev, false)
+			for _, d := range done {
+				d(s, ns)
+			}
+			return nil
+		}
+		if !isConflict(err) {
+			f.offline(err)
+			return err
+		}
+		if err := f.reload(ctx); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("cluster: fleet state: still changed by others after %d attempts", maxConflicts)
+}
+
+// maxConflicts bounds the compare-and-set attempts of one decision.
+const maxConflicts = 64
+
+func opTimeout(refresh time.Duration) time.Duration { return max(refresh/2, 100*time.Millisecond) }
+
+func isConflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
+
+// reload reads the state from the bucket. An absent key leaves the state
+// as it is, at revision 0, so that the next write creates it.
+func (f *Fleet) reload(ctx context.Context) error {
+	octx, cancel := context.WithTimeout(ctx, opTimeout(f.cfg.Refresh))
+	defer cancel()
+	e, err := f.kv.Get(octx, fleetKey)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		f.mu.Lock()
+		f.rev = 0
+		f.mu.Unlock()
+		return nil
+	case err != nil:
+		f.offline(err)
+		return fmt.Errorf("cluster: fleet state: %w", err)
+	}
+	f.observe(e.Value(), e.Revision(), true)
+	return nil
+}
+
+// observe takes a state read (force) or watched at revision rev, if it is
+// newer than the one held or read.
+func (f *Fleet) observe(data []byte, rev uint64, force bool) {
+	var s FleetState
+	if err := json.Unmarshal(data, &s); err != nil {
+		f.set.log.Warn("cluster: fleet state unreadable; it is replaced at the next write", "error", err)
+		f.mu.Lock()
+		if rev > f.rev || force {
+			f.rev = rev
+		}
+		f.mu.Unlock()
+		return
+	}
+	f.apply(s, rev, force)
+}
+
+// apply makes s at revision rev the state, if rev is newer or force (a
+// state read from the bucket, which may have been created again), and has
+// the limiter follow it while online.
+func (f *Fleet) apply(s FleetState, rev uint64, force bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rev <= f.rev && !force {
+		return
+	}
+	f.state, f.rev = s, rev
+	f.set.metrics.setFleet(s.Rate, f.online)
+	if f.online && f.lim != nil {
+		f.lim.Follow(s.Adapt, s.PausedUntil)
+	}
+}
+
+// offline makes the limiter run on its own rules after err.
+func (f *Fleet) offline(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.online {
+		return
+	}
+	f.online = false
+	f.set.metrics.setFleet(f.state.Rate, false)
+	if f.lim != nil {
+		f.lim.Lead()
+	}
+	f.set.log.Warn("cluster: fleet state unreachable; running on the local rules below the last fleet rate", "bucket", FleetBucket(f.cfg.Bucket), "rate", f.state.Rate, "error", err)
+}
+
+// rejoin makes the limiter follow the fleet again.
+func (f *Fleet) rejoin() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.online {
+		return
+	}
+	f.online = true
+	f.set.metrics.setFleet(f.state.Rate, true)
+	if f.lim != nil {
+		f.lim.Follow(f.state.Adapt, f.state.PausedUntil)
+	}
+	f.set.log.Info("cluster: fleet state reachable again; following the fleet", "bucket", FleetBucket(f.cfg.Bucket), "rate", f.state.Rate)
+}
