@@ -337,3 +337,38 @@ func TestFleetRunPropagates(t *testing.T) {
 		}
 	}
 }
+
+// A worker alone remembers its rate in the fleet bucket: the next run
+// starts there, unless it is older than remember.
+func TestMemory(t *testing.T) {
+	srv := startServer(t)
+	cfg := FleetConfig{Bucket: uniqueBucket(t)}
+	js := connect(t, srv.ClientURL())
+	m, err := OpenMemory(t.Context(), js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Remembered(time.Now()); ok {
+		t.Fatal("remembered a rate in a new bucket")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // Run writes once when it stops
+	if err := m.Run(ctx, func() limiter.Adapt { return limiter.Adapt{Rate: 4321} }); err != nil {
+		t.Fatal(err)
+	}
+	m, err = OpenMemory(t.Context(), js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := m.Remembered(time.Now()); !ok || r != 4321 {
+		t.Fatalf("remembered %v %v, want 4321", r, ok)
+	}
+	if _, ok := m.Remembered(time.Now().Add(time.Hour)); ok {
+		t.Fatal("remembered a rate an hour old")
+	}
+	// A fleet on the same bucket goes on from it.
+	cfg.Limiter = limiter.DefaultConfig()
+	if got := openFleet(t, srv.ClientURL(), cfg, nil).State().Rate; got != 4321 {
+		t.Fatalf("a fleet starts at %v, want the remembered 4321", got)
+	}
+}

@@ -124,3 +124,10 @@ func (l *Limiter) update(set func(now time.Time)) {
 		l.log.Debug("limiter: rate set by the fleet", "from", before, "to", after)
 	}
 }
+
+// Adapt returns the state of the rate rules (see Core.Adapt).
+func (l *Limiter) Adapt() Adapt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.core.Adapt()
+}
