@@ -51,3 +51,23 @@ func TestConfigCountBounds(t *testing.T) {
 		t.Errorf("max_in_flight: 64.0: %v", err)
 	}
 }
+
+// A type cost that could never be granted within max_wait at
+// max_units_per_minute is rejected by config validate (#15).
+func TestConfigTypeCostBound(t *testing.T) {
+	for _, tt := range []struct{ src, want string }{
+		{"jobs:\n  types:\n    x:\n      cost: 1e308\n",
+			`config: jobs.types.x.cost: must be <= the limiter's cost bound 100000 (max_units_per_minute / instances over max_wait), got 1e+308 (line 6)`},
+		{"limiter:\n  max_units_per_minute: 600\n  max_wait: 10s\njobs:\n  types:\n    x:\n      cost: 101\n",
+			`config: jobs.types.x.cost: must be <= the limiter's cost bound 100 (max_units_per_minute / instances over max_wait), got 101 (line 9)`},
+	} {
+		_, err := parseConfig([]byte(minimalConfig+tt.src), envOf(nil))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("error:\n%v\nwant it to contain:\n%s", err, tt.want)
+		}
+	}
+	ok := minimalConfig + "limiter:\n  max_units_per_minute: 600\n  max_wait: 10s\njobs:\n  types:\n    x:\n      cost: 100\n"
+	if _, err := parseConfig([]byte(ok), envOf(nil)); err != nil {
+		t.Errorf("a cost at the bound: %v", err)
+	}
+}

@@ -630,6 +630,11 @@ func (c *config) validate(errs *configErrors, needTarget bool) error {
 		}
 		if t.Cost != nil && (*t.Cost < 0 || math.IsNaN(*t.Cost) || math.IsInf(*t.Cost, 0)) {
 			errs.add(p+".cost", "must be a number >= 0, got %v", *t.Cost)
+		} else if lc, err := c.Limiter.config(); t.Cost != nil && err == nil && *t.Cost > lc.MaxCost() {
+			// A job of this type could never be paid for within max_wait:
+			// the worker would dead-letter every one (bad_cost).
+			errs.add(p+".cost", "must be <= the limiter's cost bound %g (max_units_per_minute / instances over max_wait), got %g",
+				lc.MaxCost(), *t.Cost)
 		}
 	}
 
