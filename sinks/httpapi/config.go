@@ -22,8 +22,8 @@ const (
 	// MaxMaxResponseBytes bounds MaxResponseBytes: each call in flight may
 	// hold this much.
 	MaxMaxResponseBytes = 64 << 20
-	DefaultMaxConns         = 64
-	DefaultUserAgent        = "sluice"
+	DefaultMaxConns     = 64
+	DefaultUserAgent    = "sluice"
 )
 
 // Config describes the target API. The zero value of every field but
