@@ -10,8 +10,14 @@ package sources
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrTooLarge is wrapped by Publish when a message is larger than the
+// backend accepts (a NATS server's max_payload, Pub/Sub's 10 MB). Nothing
+// was published; other messages are not affected.
+var ErrTooLarge = errors.New("sources: message too large")
 
 // Message is one delivery of a queued job.
 type Message interface {

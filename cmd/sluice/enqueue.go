@@ -102,7 +102,9 @@ is its message id, so publishing the same file twice within the queue's
 duplicate window enqueues each job once; a line without an id gets one
 derived from its content (sha256 of the compacted JSON). A line that is not
 a JSON object, or whose id is not a string or whose cost is not a number
->= 0, is reported with its line number and skipped; the exit status is then 1.
+>= 0, or that is larger than the queue accepts (a NATS server's max_payload,
+Pub/Sub's 10 MB), is reported with its line number and skipped; the lines
+after it are published, and the exit status is then 1.
 
 With the embedded server (the default), enqueue uses the server of a
 sluice process already running on the same --data-dir, or starts its own
@@ -177,9 +179,6 @@ type enqueueResult struct {
 // errw as "name:line: reason".
 func enqueue(ctx context.Context, src sources.Source, r io.Reader, name string, prog *progress, errw io.Writer) (enqueueResult, error) {
 	var res enqueueResult
-	pubAck, canTell := src.(interface {
-		PublishAck(context.Context, sources.Outgoing) (*jetstream.PubAck, error)
-	})
 	br := bufio.NewReaderSize(r, 1<<20)
 	var read int64
 	for lineNo := 1; ; lineNo++ {
@@ -190,29 +189,18 @@ func enqueue(ctx context.Context, src sources.Source, r io.Reader, name string, 
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) > 0 {
-			id, err := checkEnvelope(line)
-			if err != nil {
-				res.bad++
-				prog.clear()
-				fmt.Fprintf(errw, "%s:%d: %v; line skipped\n", name, lineNo, err)
-			} else {
-				m := sources.Outgoing{ID: id, Data: line}
-				if canTell {
-					var ack *jetstream.PubAck
-					if ack, err = pubAck.PublishAck(ctx, m); err == nil && ack.Duplicate {
-						res.duplicates++
-					}
-				} else {
-					err = src.Publish(ctx, m)
-				}
-				if err != nil {
+			if err := publishLine(ctx, src, line, &res); err != nil {
+				var bad *badLineError
+				if !errors.As(err, &bad) {
 					prog.clear()
 					if ctx.Err() != nil {
 						return res, fmt.Errorf("enqueue: interrupted at %s:%d", name, lineNo)
 					}
 					return res, fmt.Errorf("enqueue: %s:%d: %w", name, lineNo, err)
 				}
-				res.published++
+				res.bad++
+				prog.clear()
+				fmt.Fprintf(errw, "%s:%d: %v; line skipped\n", name, lineNo, bad.err)
 			}
 		}
 		prog.update(read, res.published)
@@ -221,6 +209,41 @@ func enqueue(ctx context.Context, src sources.Source, r io.Reader, name string, 
 			return res, nil
 		}
 	}
+}
+
+// badLineError is a line that is reported and skipped: not a job
+// envelope, or larger than the queue accepts.
+type badLineError struct{ err error }
+
+func (e *badLineError) Error() string { return e.err.Error() }
+
+// publishLine publishes one line and counts it in res. A line that is not
+// a job envelope, or that the queue refuses as too large, is a
+// *badLineError; any other error stops enqueue.
+func publishLine(ctx context.Context, src sources.Source, line []byte, res *enqueueResult) error {
+	id, err := checkEnvelope(line)
+	if err != nil {
+		return &badLineError{err}
+	}
+	m := sources.Outgoing{ID: id, Data: line}
+	if pubAck, ok := src.(interface {
+		PublishAck(context.Context, sources.Outgoing) (*jetstream.PubAck, error)
+	}); ok {
+		var ack *jetstream.PubAck
+		if ack, err = pubAck.PublishAck(ctx, m); err == nil && ack.Duplicate {
+			res.duplicates++
+		}
+	} else {
+		err = src.Publish(ctx, m)
+	}
+	switch {
+	case errors.Is(err, sources.ErrTooLarge):
+		return &badLineError{err}
+	case err != nil:
+		return err
+	}
+	res.published++
+	return nil
 }
 
 // checkEnvelope checks what enqueue can check of a job envelope (the

@@ -324,6 +324,9 @@ func (s *Source) Publish(ctx context.Context, m sources.Outgoing) error {
 	if len(attrs) == 0 {
 		attrs = nil
 	}
+	if n := messageSize(m.Data, attrs); n > MaxMessageBytes {
+		return fmt.Errorf("gcppubsub: publish to %s: %w: %d bytes, Pub/Sub accepts %d", s.topic, sources.ErrTooLarge, n, MaxMessageBytes)
+	}
 	if _, err := s.publish(ctx, s.topic, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: attrs}); err != nil {
 		if m.ID != "" {
 			return fmt.Errorf("gcppubsub: publish job %q to %s: %w", m.ID, s.topic, err)
@@ -331,6 +334,19 @@ func (s *Source) Publish(ctx context.Context, m sources.Outgoing) error {
 		return fmt.Errorf("gcppubsub: publish to %s: %w", s.topic, err)
 	}
 	return nil
+}
+
+// MaxMessageBytes is Pub/Sub's limit on a message: data and attributes.
+const MaxMessageBytes = 10_000_000
+
+// messageSize is the size Pub/Sub counts for a message: its data and the
+// keys and values of its attributes.
+func messageSize(data []byte, attrs map[string]string) int {
+	n := len(data)
+	for k, v := range attrs {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 func (s *Source) publish(ctx context.Context, topic string, pm *pubsubpb.PubsubMessage) (string, error) {

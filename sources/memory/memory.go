@@ -45,6 +45,10 @@ type Config struct {
 	// PollInterval is how long Receive waits for a message before it
 	// returns none. Default 5s.
 	PollInterval time.Duration
+	// MaxMessageBytes is the largest payload Publish accepts; a larger
+	// one is refused with an error wrapping sources.ErrTooLarge. 0 means
+	// no limit (default).
+	MaxMessageBytes int
 }
 
 // Validate reports the first invalid field.
@@ -58,6 +62,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("memory: duplicate_window: must be >= 0, got %s", c.DuplicateWindow)
 	case c.PollInterval < 0:
 		return fmt.Errorf("memory: poll_interval: must be >= 0, got %s", c.PollInterval)
+	case c.MaxMessageBytes < 0:
+		return fmt.Errorf("memory: max_message_bytes: must be >= 0, got %d", c.MaxMessageBytes)
 	}
 	return nil
 }
@@ -161,6 +167,9 @@ func (q *Queue) Source() *Source {
 func (q *Queue) Publish(ctx context.Context, m sources.Outgoing) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if q.cfg.MaxMessageBytes > 0 && len(m.Data) > q.cfg.MaxMessageBytes {
+		return fmt.Errorf("memory: publish: %w: %d bytes, the limit is %d", sources.ErrTooLarge, len(m.Data), q.cfg.MaxMessageBytes)
 	}
 	now := time.Now()
 	q.mu.Lock()

@@ -485,6 +485,10 @@ func (s *Source) PublishAck(ctx context.Context, m sources.Outgoing) (*jetstream
 		opts = append(opts, jetstream.WithMsgID(m.ID))
 	}
 	ack, err := s.js.PublishMsg(ctx, msg, opts...)
+	if errors.Is(err, nats.ErrMaxPayload) {
+		return nil, fmt.Errorf("jetstream: publish to %s: %w: %d bytes, the server's max_payload is %d",
+			s.cfg.PublishSubject, sources.ErrTooLarge, len(m.Data), s.nc.MaxPayload())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: publish to %s: %w", s.cfg.PublishSubject, err)
 	}
