@@ -43,6 +43,10 @@ type Classifier struct {
 	// MaxRetryAfter caps every wait read from a response. 0 means
 	// DefaultMaxRetryAfter (24h).
 	MaxRetryAfter time.Duration
+
+	// RateLimitHeaders selects the quota headers read into
+	// Outcome.Quota, whatever the status. The zero value reads none.
+	RateLimitHeaders RateLimitHeaders
 }
 
 var (
@@ -72,6 +76,9 @@ func (c Classifier) Validate() error {
 			errs = append(errs, fmt.Errorf("limiter: throttle_statuses_with_wait[%d]: must be an HTTP status in [100, 599], got %d", i, s))
 		}
 	}
+	if err := c.RateLimitHeaders.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.MaxRetryAfter < 0 {
 		errs = append(errs, fmt.Errorf("limiter: max_retry_after: must be >= 0, got %v", c.MaxRetryAfter))
 	}
@@ -82,6 +89,9 @@ func (c Classifier) Validate() error {
 // now (HTTP-dates and reset times are taken relative to it).
 func (c Classifier) Classify(status int, h http.Header, now time.Time) Outcome {
 	o := Outcome{Status: status}
+	if c.RateLimitHeaders.Format != RateLimitNone {
+		o.Quota = c.RateLimitHeaders.Parse(h, now)
+	}
 	if status < 400 {
 		o.Kind = Success
 		return o

@@ -47,6 +47,7 @@ type Rules struct {
 	cfg     Config
 	part    Part
 	ceiling float64 // whole budget; 0 for none
+	quota   float64 // the announced quota's rate, whole budget; 0 for none
 	min     float64 // the part's minimum rate
 	max     float64 // the part's maximum rate, below the ceiling's part
 }
@@ -61,8 +62,10 @@ func NewRules(cfg Config, p Part) Rules {
 func (r *Rules) bounds() {
 	r.min = r.part.Of(r.cfg.MinUnitsPerMinute)
 	r.max = r.part.Of(r.cfg.MaxUnitsPerMinute)
-	if r.ceiling > 0 {
-		r.max = math.Max(r.min, math.Min(r.max, r.part.Of(r.ceiling)))
+	for _, c := range [...]float64{r.ceiling, r.quota} {
+		if c > 0 {
+			r.max = math.Max(r.min, math.Min(r.max, r.part.Of(c)))
+		}
 	}
 }
 
@@ -83,6 +86,14 @@ func (r *Rules) Clamp(rate float64) float64 { return math.Min(r.max, math.Max(r.
 // removes the cap). The Adapt is not changed: clamp it with Clamp.
 func (r *Rules) SetCeiling(ceiling float64) {
 	r.ceiling = ceiling
+	r.bounds()
+}
+
+// SetQuotaCeiling caps the rate at the part of quota, the whole-budget rate
+// a target announced in its quota headers (0 removes the cap), on top of
+// SetCeiling's. The Adapt is not changed: clamp it with Clamp.
+func (r *Rules) SetQuotaCeiling(quota float64) {
+	r.quota = quota
 	r.bounds()
 }
 

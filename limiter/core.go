@@ -110,6 +110,8 @@ type Core struct {
 
 	nextID  uint64
 	pending []Decision
+
+	quota quotaState // the quota hints (quota.go)
 }
 
 type waiter struct {
@@ -175,7 +177,7 @@ func (c *Core) Acquire(now time.Time, units float64) Decision {
 	if !(units > 0) || c.cfg.Disabled {
 		return d
 	}
-	if c.qh == len(c.q) && !c.paused &&
+	if c.qh == len(c.q) && !c.paused && !c.budgetShort(units) &&
 		(c.tokens >= units-unitEps || (units > c.cap && c.tokens >= c.cap-unitEps)) {
 		c.take(t, units)
 		return d
@@ -201,6 +203,9 @@ func (c *Core) take(t time.Duration, u float64) {
 	c.tokens -= u
 	if c.measure {
 		c.recordGrant(t, u)
+	}
+	if c.quota.on {
+		c.spend(t, u)
 	}
 }
 
@@ -247,22 +252,26 @@ func (c *Core) find(id uint64) int {
 // cuts the rate if this is the first throttle or if decrease_cooldown has
 // passed since the last cut and sentAt is after it, and pauses for the
 // Retry-After (capped at max_pause). A success or client error outside a
-// pause lets the controller raise the rate. Server and network errors, the
-// outcomes of zero-unit requests, and all outcomes in disabled mode change
-// nothing.
+// pause lets the controller raise the rate. Server and network errors and
+// the outcomes of zero-unit requests change nothing of that. Then the
+// outcome's quota hint, if any, sets the budget and the rate ceiling
+// (docs/limiter.md, "Quota hint"). In disabled mode nothing changes.
 func (c *Core) Observe(now, sentAt time.Time, units float64, o Outcome) {
 	t := c.offset(now)
 	c.advance(t)
-	if c.cfg.Disabled || !(units > 0) {
+	if c.cfg.Disabled {
 		return
 	}
-	switch o.Kind {
-	case Throttle:
-		c.throttle(t, sentAt.Sub(c.start), o.RetryAfter)
-	case Success, ClientError:
-		c.success(t)
-	default:
-		return
+	if units > 0 {
+		switch o.Kind {
+		case Throttle:
+			c.throttle(t, sentAt.Sub(c.start), o.RetryAfter)
+		case Success, ClientError:
+			c.success(t)
+		}
+	}
+	if o.Kind != NetworkError && o.Quota.Present() {
+		c.hint(t, sentAt.Sub(c.start), math.Max(units, 0), o.Quota)
 	}
 	c.advance(t)
 }
@@ -397,8 +406,19 @@ func (c *Core) nextDue() (time.Duration, int) {
 }
 
 // grantDue returns when the bucket will hold u (or be full, if u is over
-// the capacity), at the current rate and with no pause.
+// the capacity), at the current rate and with no pause, and a running
+// quota budget holds it (or has ended).
 func (c *Core) grantDue(u float64) time.Duration {
+	d := c.bucketDue(u)
+	if c.budgetShort(u) {
+		d = max(d, c.quota.until)
+	}
+	return d
+}
+
+// bucketDue returns when the bucket will hold u (or be full, if u is over
+// the capacity), at the current rate.
+func (c *Core) bucketDue(u float64) time.Duration {
 	need := math.Min(u, c.cap)
 	if c.tokens >= need-unitEps {
 		return c.last
@@ -436,12 +456,22 @@ func (c *Core) advance(t time.Duration) {
 	c.accrue(t)
 }
 
-// accrue fills the bucket up to t; nothing accrues during a pause.
+// accrue fills the bucket up to t; nothing accrues during a pause, and
+// while a quota budget runs the bucket fills only up to budgetCap.
 func (c *Core) accrue(t time.Duration) {
 	if t <= c.last {
 		return
 	}
-	if !c.paused {
+	if u := c.quota.until; u > c.last && u < t {
+		c.accrue(u)
+	}
+	switch {
+	case c.paused:
+	case c.quota.until > c.last:
+		if lim := c.budgetCap(); c.tokens < lim {
+			c.tokens = math.Min(lim, c.tokens+float64(t-c.last)*c.perNs)
+		}
+	default:
 		c.tokens = math.Min(c.cap, c.tokens+float64(t-c.last)*c.perNs)
 	}
 	c.last = t
@@ -467,32 +497,6 @@ func compact[T any](s []T, h int) ([]T, int) {
 		return s[:n], 0
 	}
 	return s, h
-}
-
-func (c *Core) recordGrant(t time.Duration, u float64) {
-	c.grants = append(c.grants, grantRec{at: t, units: u})
-	c.pruneGrants(t)
-}
-
-func (c *Core) pruneGrants(t time.Duration) {
-	for c.gh < len(c.grants) && c.grants[c.gh].at <= t-measureWindow {
-		c.gh++
-	}
-	c.grants, c.gh = compact(c.grants, c.gh)
-}
-
-// measured returns the units granted in (t−10s, t] times 6, or −1 before
-// 10 s from the start or when the controller does not use it.
-func (c *Core) measured(t time.Duration) float64 {
-	if !c.measure || t < measureWindow {
-		return -1
-	}
-	c.pruneGrants(t)
-	var sum float64
-	for _, g := range c.grants[c.gh:] {
-		sum += g.units
-	}
-	return sum * 6
 }
 
 // Rate returns this instance's current rate in units per minute.

@@ -140,6 +140,9 @@ func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) random
 			if rng.IntN(2) == 0 {
 				o = Outcome{Kind: Throttle, Status: 429, RetryAfter: time.Duration(rng.IntN(4)) * time.Second}
 			}
+			if rng.IntN(3) == 0 {
+				o.Quota = randomQuota(rng)
+			}
 			_, wasPaused := c.PausedUntil()
 			c.Observe(at, r.granted, r.units, o)
 			if until, ok := c.PausedUntil(); ok && !wasPaused {
@@ -159,18 +162,46 @@ func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) random
 			}
 		}
 		take()
-		r := c.Rate()
-		if r < c.rules.min*(1-1e-12) || r > c.rules.max*(1+1e-12) {
-			t.Fatalf("rate %v outside [%v, %v]", r, c.rules.min, c.rules.max)
-		}
-		if tok := c.Tokens(at); tok > c.Capacity()+1e-9 {
-			t.Fatalf("tokens %v over capacity %v", tok, c.Capacity())
-		}
+		checkInvariants(t, c, cfg, at)
 		until, paused := c.PausedUntil()
-		run.states = append(run.states, fmt.Sprintf("rate %.9g queue %d paused %v %v", r, c.QueueLen(), paused, until.Sub(t0)))
+		run.states = append(run.states, fmt.Sprintf("rate %.9g queue %d paused %v %v", c.Rate(), c.QueueLen(), paused, until.Sub(t0)))
 	}
 	if math.IsNaN(c.Tokens(t0.Add(now))) {
 		t.Fatal("tokens NaN")
 	}
 	return run
+}
+
+// checkInvariants checks, at at: the rate within its bounds (and so within
+// min and max_units_per_minute whatever the quota hints), the bucket within
+// its capacity, and no pause or quota budget that holds requests back for
+// longer than max_pause.
+func checkInvariants(t *testing.T, c *Core, cfg Config, at time.Time) {
+	t.Helper()
+	r, part := c.Rate(), c.rules.part
+	lo, hi := part.Of(cfg.MinUnitsPerMinute), math.Min(c.rules.max, part.Of(cfg.MaxUnitsPerMinute))
+	if r < lo*(1-1e-12) || r > hi*(1+1e-12) {
+		t.Fatalf("rate %v outside [%v, %v]", r, lo, hi)
+	}
+	if tok := c.Tokens(at); tok > c.Capacity()+1e-9 {
+		t.Fatalf("tokens %v over capacity %v", tok, c.Capacity())
+	}
+	if until, ok := c.PausedUntil(); ok && until.Sub(at) > cfg.MaxPause {
+		t.Fatalf("paused until %v, more than max_pause %v after %v", until.Sub(t0), cfg.MaxPause, at.Sub(t0))
+	}
+	if _, until, ok := c.QuotaBudget(); ok && until.Sub(at) > cfg.MaxPause {
+		t.Fatalf("budget until %v, more than max_pause %v after %v", until.Sub(t0), cfg.MaxPause, at.Sub(t0))
+	}
+}
+
+// randomQuota returns a quota hint with fields missing, sane, or hostile
+// (negative, NaN, infinite, absurdly large).
+func randomQuota(rng *rand.Rand) Quota {
+	num := func() float64 {
+		return []float64{0, 1, 3, 50, 600, 3000, -5, math.NaN(), math.Inf(1), 1e308, 5e-324}[rng.IntN(11)]
+	}
+	span := func() time.Duration {
+		return []time.Duration{0, time.Second, 5 * time.Second, time.Minute, -time.Second, 30 * 24 * time.Hour, math.MaxInt64}[rng.IntN(7)]
+	}
+	return Quota{Limit: num(), Remaining: num(), HasRemaining: rng.IntN(3) > 0, Reset: span(), Window: span()}
 }

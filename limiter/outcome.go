@@ -37,4 +37,5 @@ type Outcome struct {
 	Kind       Kind
 	Status     int           // HTTP status, 0 for a network error
 	RetryAfter time.Duration // 0 when the response gave none
+	Quota      Quota         // the quota the response announced; zero when none
 }

@@ -73,6 +73,7 @@ type traceEvent struct {
 	RetryAfter *json.Number `json:"retry_after"`
 	SentAt     *json.Number `json:"sent_at"`
 	Count      *json.Number `json:"count"`
+	Quota      *traceQuota  `json:"quota"`
 }
 
 type traceReq struct {
@@ -102,189 +103,227 @@ func (p Replayer) Run(r io.Reader, w io.Writer) error {
 	return err
 }
 
+// replay is the state of one Run.
+type replay struct {
+	core    *Core
+	line    int
+	last    time.Duration
+	byName  map[string]*traceReq
+	byID    map[uint64]*traceReq
+	decs    []Decision
+	out     []byte
+	granted []Decision
+	reject  []Decision
+}
+
 func (p Replayer) run(r io.Reader, w *bufio.Writer, decode func([]byte) (Config, error)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	var (
-		core    *Core
-		line    int
-		last    time.Duration
-		byName  = map[string]*traceReq{}
-		byID    = map[uint64]*traceReq{}
-		decs    []Decision
-		out     []byte
-		granted []Decision
-		reject  []Decision
-	)
+	rp := &replay{byName: map[string]*traceReq{}, byID: map[uint64]*traceReq{}}
 	for sc.Scan() {
-		line++
+		rp.line++
 		text := bytes.TrimSpace(sc.Bytes())
 		if len(text) == 0 {
 			continue
 		}
-		fail := func(format string, args ...any) error {
-			return &LineError{Line: line, Err: fmt.Errorf(format, args...)}
-		}
-		if core == nil {
+		if rp.core == nil {
 			cfg, err := decodeOptionsLine(text, decode)
 			if err != nil {
-				return &LineError{Line: line, Err: err}
+				return &LineError{Line: rp.line, Err: err}
 			}
-			if core, err = NewCore(cfg, traceStart); err != nil {
-				return &LineError{Line: line, Err: err}
+			if rp.core, err = NewCore(cfg, traceStart); err != nil {
+				return &LineError{Line: rp.line, Err: err}
 			}
 			continue
 		}
-		var ev traceEvent
-		dec := json.NewDecoder(bytes.NewReader(text))
-		dec.UseNumber()
-		if err := dec.Decode(&ev); err != nil {
-			return fail("bad JSON: %v", err)
-		}
-		if dec.More() {
-			return fail("bad JSON: more than one value on the line")
-		}
-		if ev.At == nil {
-			return fail(`missing "at"`)
-		}
-		atD, err := seconds(*ev.At)
-		if err != nil || atD < 0 {
-			return fail(`"at": must be a number of seconds >= 0, got %s`, *ev.At)
-		}
-		if atD < last {
-			return fail(`"at": %s is before the previous event (%v)`, *ev.At, last.Seconds())
-		}
-		last = atD
-		now := traceStart.Add(atD)
-
-		granted, reject = granted[:0], reject[:0]
-		note := func(d Decision) {
-			rq := byID[d.ID]
-			rq.status = d.Status
-			if d.Status == Granted {
-				rq.grantAt = d.At
-				granted = append(granted, d)
-			} else {
-				reject = append(reject, d)
-			}
-		}
-		core.Advance(now)
-		decs = core.Drain(decs[:0])
-		for _, d := range decs {
-			note(d)
-		}
-
-		needID := func() (*traceReq, error) {
-			if ev.ID == nil {
-				return nil, fail(`%s: missing "id"`, ev.Op)
-			}
-			rq, ok := byName[*ev.ID]
-			if !ok {
-				return nil, fail("%s: unknown id %q (never acquired)", ev.Op, *ev.ID)
-			}
-			return rq, nil
-		}
-		outcome := func(o Outcome) error {
-			rq, err := needID()
-			if err != nil {
-				return err
-			}
-			if rq.status != Granted {
-				return fail("%s: request %q was not granted (%s)", ev.Op, rq.name, rq.status)
-			}
-			sent := rq.grantAt
-			if o.Kind == Throttle {
-				if ev.RetryAfter != nil {
-					ra, err := seconds(*ev.RetryAfter)
-					if err != nil {
-						return fail(`"retry_after": must be a number of seconds, got %s`, *ev.RetryAfter)
-					}
-					o.RetryAfter = max(ra, 0)
-				}
-				if ev.SentAt != nil {
-					s, err := seconds(*ev.SentAt)
-					if err != nil {
-						return fail(`"sent_at": must be a number of seconds, got %s`, *ev.SentAt)
-					}
-					sent = traceStart.Add(s)
-				}
-			}
-			core.Observe(now, sent, rq.units, o)
-			return nil
-		}
-
-		switch ev.Op {
-		case "acquire":
-			if ev.ID == nil {
-				return fail(`acquire: missing "id"`)
-			}
-			if old, dup := byName[*ev.ID]; dup && old.status == Waiting {
-				return fail("acquire: id %q is already waiting", *ev.ID)
-			}
-			units := 1.0
-			if ev.Units != nil {
-				units, err = ev.Units.Float64()
-				if err != nil || units < 0 || math.IsInf(units, 0) {
-					return fail(`acquire: "units": must be a number >= 0, got %s`, *ev.Units)
-				}
-			}
-			d := core.Acquire(now, units)
-			rq := &traceReq{name: *ev.ID, id: d.ID, units: units, status: Waiting}
-			byName[rq.name], byID[d.ID] = rq, rq
-			if d.Status != Waiting {
-				note(d)
-			}
-		case "throttle":
-			err = outcome(Outcome{Kind: Throttle, Status: 429})
-		case "success":
-			err = outcome(Outcome{Kind: Success, Status: 200})
-		case "client_error":
-			err = outcome(Outcome{Kind: ClientError, Status: 400})
-		case "server_error":
-			err = outcome(Outcome{Kind: ServerError, Status: 500})
-		case "network_error":
-			err = outcome(Outcome{Kind: NetworkError})
-		case "cancel":
-			var rq *traceReq
-			if rq, err = needID(); err == nil {
-				if d, ok := core.Cancel(now, rq.id); ok {
-					note(d)
-				}
-			}
-		case "instances":
-			if ev.Count == nil {
-				return fail(`instances: missing "count"`)
-			}
-			f, cerr := ev.Count.Float64()
-			n := int(f)
-			if cerr != nil || float64(n) != f || n < 1 {
-				return fail(`instances: "count": must be an integer >= 1, got %s`, *ev.Count)
-			}
-			err = core.SetInstanceCount(now, n)
-		case "tick":
-		case "":
-			return fail(`missing "op"`)
-		default:
-			return fail("unknown op %q", ev.Op)
-		}
-		if err != nil {
+		if err := rp.event(text); err != nil {
 			return err
 		}
-		decs = core.Drain(decs[:0])
-		for _, d := range decs {
-			note(d)
-		}
-		out = appendLine(out[:0], ev, atD, core, now, granted, reject, byID)
-		if _, err := w.Write(out); err != nil {
+		if _, err := w.Write(rp.out); err != nil {
 			return err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return &LineError{Line: line + 1, Err: err}
+		return &LineError{Line: rp.line + 1, Err: err}
 	}
-	if core == nil {
-		return &LineError{Line: line + 1, Err: errors.New(`missing the {"options": {...}} line`)}
+	if rp.core == nil {
+		return &LineError{Line: rp.line + 1, Err: errors.New(`missing the {"options": {...}} line`)}
 	}
+	return nil
+}
+
+func (rp *replay) fail(format string, args ...any) error {
+	return &LineError{Line: rp.line, Err: fmt.Errorf(format, args...)}
+}
+
+// event applies one event line and leaves its output line in rp.out.
+func (rp *replay) event(text []byte) error {
+	var ev traceEvent
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(&ev); err != nil {
+		return rp.fail("bad JSON: %v", err)
+	}
+	if dec.More() {
+		return rp.fail("bad JSON: more than one value on the line")
+	}
+	if ev.At == nil {
+		return rp.fail(`missing "at"`)
+	}
+	atD, err := seconds(*ev.At)
+	if err != nil || atD < 0 {
+		return rp.fail(`"at": must be a number of seconds >= 0, got %s`, *ev.At)
+	}
+	if atD < rp.last {
+		return rp.fail(`"at": %s is before the previous event (%v)`, *ev.At, rp.last.Seconds())
+	}
+	rp.last = atD
+	now := traceStart.Add(atD)
+
+	rp.granted, rp.reject = rp.granted[:0], rp.reject[:0]
+	rp.core.Advance(now)
+	rp.drain()
+	if err := rp.apply(ev, now); err != nil {
+		return err
+	}
+	rp.drain()
+	rp.out = appendLine(rp.out[:0], ev, atD, rp.core, now, rp.granted, rp.reject, rp.byID)
+	return nil
+}
+
+// note records a decision for the request it is about and the output.
+func (rp *replay) note(d Decision) {
+	rq := rp.byID[d.ID]
+	rq.status = d.Status
+	if d.Status == Granted {
+		rq.grantAt = d.At
+		rp.granted = append(rp.granted, d)
+	} else {
+		rp.reject = append(rp.reject, d)
+	}
+}
+
+func (rp *replay) drain() {
+	rp.decs = rp.core.Drain(rp.decs[:0])
+	for _, d := range rp.decs {
+		rp.note(d)
+	}
+}
+
+func (rp *replay) needID(ev traceEvent) (*traceReq, error) {
+	if ev.ID == nil {
+		return nil, rp.fail(`%s: missing "id"`, ev.Op)
+	}
+	rq, ok := rp.byName[*ev.ID]
+	if !ok {
+		return nil, rp.fail("%s: unknown id %q (never acquired)", ev.Op, *ev.ID)
+	}
+	return rq, nil
+}
+
+// apply performs the event's op at now.
+func (rp *replay) apply(ev traceEvent, now time.Time) error {
+	switch ev.Op {
+	case "acquire":
+		return rp.acquire(ev, now)
+	case "throttle":
+		return rp.outcome(ev, now, Outcome{Kind: Throttle, Status: 429})
+	case "success":
+		return rp.outcome(ev, now, Outcome{Kind: Success, Status: 200})
+	case "client_error":
+		return rp.outcome(ev, now, Outcome{Kind: ClientError, Status: 400})
+	case "server_error":
+		return rp.outcome(ev, now, Outcome{Kind: ServerError, Status: 500})
+	case "network_error":
+		return rp.outcome(ev, now, Outcome{Kind: NetworkError})
+	case "cancel":
+		rq, err := rp.needID(ev)
+		if err == nil {
+			if d, ok := rp.core.Cancel(now, rq.id); ok {
+				rp.note(d)
+			}
+		}
+		return err
+	case "instances":
+		if ev.Count == nil {
+			return rp.fail(`instances: missing "count"`)
+		}
+		f, cerr := ev.Count.Float64()
+		n := int(f)
+		if cerr != nil || float64(n) != f || n < 1 {
+			return rp.fail(`instances: "count": must be an integer >= 1, got %s`, *ev.Count)
+		}
+		return rp.core.SetInstanceCount(now, n)
+	case "tick":
+		return nil
+	case "":
+		return rp.fail(`missing "op"`)
+	}
+	return rp.fail("unknown op %q", ev.Op)
+}
+
+func (rp *replay) acquire(ev traceEvent, now time.Time) error {
+	if ev.ID == nil {
+		return rp.fail(`acquire: missing "id"`)
+	}
+	if old, dup := rp.byName[*ev.ID]; dup && old.status == Waiting {
+		return rp.fail("acquire: id %q is already waiting", *ev.ID)
+	}
+	units := 1.0
+	if ev.Units != nil {
+		var err error
+		units, err = ev.Units.Float64()
+		if err != nil || units < 0 || math.IsInf(units, 0) {
+			return rp.fail(`acquire: "units": must be a number >= 0, got %s`, *ev.Units)
+		}
+	}
+	d := rp.core.Acquire(now, units)
+	rq := &traceReq{name: *ev.ID, id: d.ID, units: units, status: Waiting}
+	rp.byName[rq.name], rp.byID[d.ID] = rq, rq
+	if d.Status != Waiting {
+		rp.note(d)
+	}
+	return nil
+}
+
+// outcome applies the outcome o of a granted request, with the event's
+// retry_after and sent_at (throttles) and quota (any response).
+func (rp *replay) outcome(ev traceEvent, now time.Time, o Outcome) error {
+	rq, err := rp.needID(ev)
+	if err != nil {
+		return err
+	}
+	if rq.status != Granted {
+		return rp.fail("%s: request %q was not granted (%s)", ev.Op, rq.name, rq.status)
+	}
+	sent := rq.grantAt
+	if o.Kind == Throttle {
+		if ev.RetryAfter != nil {
+			ra, err := seconds(*ev.RetryAfter)
+			if err != nil {
+				return rp.fail(`"retry_after": must be a number of seconds, got %s`, *ev.RetryAfter)
+			}
+			o.RetryAfter = max(ra, 0)
+		}
+		if ev.SentAt != nil {
+			s, err := seconds(*ev.SentAt)
+			if err != nil {
+				return rp.fail(`"sent_at": must be a number of seconds, got %s`, *ev.SentAt)
+			}
+			sent = traceStart.Add(s)
+		}
+	}
+	if ev.Quota != nil {
+		if o.Kind == NetworkError {
+			return rp.fail(`network_error: "quota": a network error has no response to carry one`)
+		}
+		q, err := ev.Quota.quota()
+		if err != nil {
+			return rp.fail(`%s: "quota": %v`, ev.Op, err)
+		}
+		o.Quota = q
+	}
+	rp.core.Observe(now, sent, rq.units, o)
 	return nil
 }
 
@@ -332,6 +371,7 @@ func appendLine(b []byte, ev traceEvent, at time.Duration, c *Core, now time.Tim
 	} else {
 		b = append(b, "null"...)
 	}
+	b = appendQuota(b, c)
 	b = append(b, `, "granted": `...)
 	b = appendDecisions(b, granted, byID)
 	b = append(b, `, "rejected": `...)

@@ -1,0 +1,32 @@
+package limiter
+
+import "time"
+
+// The measured send rate of CUBIC's cut: the units granted in the last
+// measureWindow, kept only when the controller uses it.
+
+func (c *Core) recordGrant(t time.Duration, u float64) {
+	c.grants = append(c.grants, grantRec{at: t, units: u})
+	c.pruneGrants(t)
+}
+
+func (c *Core) pruneGrants(t time.Duration) {
+	for c.gh < len(c.grants) && c.grants[c.gh].at <= t-measureWindow {
+		c.gh++
+	}
+	c.grants, c.gh = compact(c.grants, c.gh)
+}
+
+// measured returns the units granted in (t−10s, t] times 6, or −1 before
+// 10 s from the start or when the controller does not use it.
+func (c *Core) measured(t time.Duration) float64 {
+	if !c.measure || t < measureWindow {
+		return -1
+	}
+	c.pruneGrants(t)
+	var sum float64
+	for _, g := range c.grants[c.gh:] {
+		sum += g.units
+	}
+	return sum * 6
+}

@@ -1,0 +1,201 @@
+package limiter
+
+import (
+	"math"
+	"time"
+)
+
+// Quota is what a response announced about the API's quota: the rate-limit
+// headers of docs/limiter.md ("Quota headers"), read by
+// RateLimitHeaders.Parse. Numbers are in the API's units, which the limiter
+// takes to be job units. The zero value announces nothing.
+type Quota struct {
+	// Limit is the quota: units per Window. 0 when not announced.
+	Limit float64
+	// Window is the span of Limit. 0 when not announced; the Core then
+	// takes the longest Reset it has seen as the window.
+	Window time.Duration
+	// Remaining is the units left before Reset; meaningful only with
+	// HasRemaining.
+	Remaining    float64
+	HasRemaining bool
+	// Reset is the time from the response until the quota resets (or
+	// until more of it is free). 0 when not announced.
+	Reset time.Duration
+}
+
+// MaxQuotaSpan bounds the reset and the window of a Quota: a longer one (a
+// reset years ahead) is ignored, so that a hostile or mistaken header never
+// plans further than a daily quota.
+const MaxQuotaSpan = 24 * time.Hour
+
+// quotaLogSpan is how long the Core keeps its record of grants for the
+// in-flight part of a budget; a hint for a request sent before it is
+// used for its limit only.
+const quotaLogSpan = time.Minute
+
+// quotaLogMax caps the number of grants kept (about 1 MiB).
+const quotaLogMax = 1 << 16
+
+// Present reports whether q announces anything.
+func (q Quota) Present() bool { return q.Limit != 0 || q.HasRemaining || q.Reset != 0 || q.Window != 0 }
+
+// sanitized returns q with every value that breaks its rule dropped: a
+// limit that is not a finite number > 0, a remaining that is not finite
+// and ≥ 0, a reset or window that is not in (0, MaxQuotaSpan]. A remaining
+// above the limit is taken as the limit.
+func (q Quota) sanitized() Quota {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if !(q.Limit > 0) || !finite(q.Limit) {
+		q.Limit = 0
+	}
+	if q.HasRemaining && (!(q.Remaining >= 0) || !finite(q.Remaining)) {
+		q.HasRemaining, q.Remaining = false, 0
+	}
+	if q.HasRemaining && q.Limit > 0 && q.Remaining > q.Limit {
+		q.Remaining = q.Limit
+	}
+	if q.Reset <= 0 || q.Reset > MaxQuotaSpan {
+		q.Reset = 0
+	}
+	if q.Window <= 0 || q.Window > MaxQuotaSpan {
+		q.Window = 0
+	}
+	return q
+}
+
+// quotaState is what the Core keeps of the quota hints.
+type quotaState struct {
+	on      bool          // a hint was seen: grants are recorded
+	budget  float64       // units this instance may still be granted before until
+	until   time.Duration // end of the budget; it holds while the Core's time is before it
+	ceiling float64       // the announced limit per minute, whole budget; 0 for none
+	window  time.Duration // the longest reset seen: the window when none is announced
+
+	spent   float64       // units granted since the first hint
+	log     []spentRec    // grants since logFrom, in time order; log[lh:] are live
+	lh      int           // head of log
+	logFrom time.Duration // every grant since logFrom is in the log
+}
+
+type spentRec struct {
+	at     time.Duration
+	before float64 // spent before this grant
+}
+
+// hint applies a quota hint received at t in the response to a request of
+// units sent at sent (docs/limiter.md, "Quota hint").
+func (c *Core) hint(t, sent time.Duration, units float64, q Quota) {
+	q = q.sanitized()
+	if !q.Present() {
+		return
+	}
+	qs := &c.quota
+	if !qs.on {
+		qs.on, qs.logFrom = true, t
+	}
+	c.pruneSpent(t)
+	if q.Reset > qs.window {
+		qs.window = q.Reset
+	}
+	if q.HasRemaining && q.Reset > 0 && c.cfg.MaxPause > 0 && sent >= qs.logFrom {
+		b := c.rules.part.Of(q.Remaining) - (c.spentSince(sent) - units)
+		qs.budget = b
+		qs.until = t + min(q.Reset, c.cfg.MaxPause)
+		c.tokens = math.Min(c.tokens, math.Max(b, 0))
+	}
+	w := q.Window
+	if w == 0 {
+		w = qs.window
+	}
+	if q.Limit > 0 && w > 0 {
+		qs.ceiling = q.Limit * float64(time.Minute) / float64(w)
+		c.rules.SetQuotaCeiling(qs.ceiling)
+		a, p := &c.adapt, c.rules.Max()
+		raise := !c.following && (!a.Throttled || c.at(t).Sub(a.LastCut) >= w)
+		if a.Rate > p || (a.Rate < p && raise) {
+			a.IncClock = c.at(t)
+			c.setRate(p)
+			c.waited = false
+		}
+	}
+}
+
+// budgetShort reports whether a budget is running and holds less than u.
+func (c *Core) budgetShort(u float64) bool {
+	return c.quota.until > c.last && c.quota.budget < u-unitEps
+}
+
+// budgetCap returns the level the bucket may fill to while a budget runs:
+// the budget or the head's units, whichever is larger, within the
+// capacity.
+func (c *Core) budgetCap() float64 {
+	head := 0.0
+	if c.qh < len(c.q) {
+		head = c.q[c.qh].units
+	}
+	return math.Min(c.cap, math.Max(c.quota.budget, head))
+}
+
+// spend records a grant of u units at t against the budget and in the log.
+func (c *Core) spend(t time.Duration, u float64) {
+	qs := &c.quota
+	qs.budget -= u
+	if len(qs.log)-qs.lh >= quotaLogMax {
+		qs.lh += quotaLogMax / 2
+		qs.logFrom = qs.log[qs.lh-1].at + 1
+		qs.log, qs.lh = compact(qs.log, qs.lh)
+	}
+	qs.log = append(qs.log, spentRec{at: t, before: qs.spent})
+	qs.spent += u
+}
+
+// pruneSpent drops the grants older than quotaLogSpan before t.
+func (c *Core) pruneSpent(t time.Duration) {
+	qs := &c.quota
+	cut := t - quotaLogSpan
+	for qs.lh < len(qs.log) && qs.log[qs.lh].at < cut {
+		qs.lh++
+	}
+	qs.logFrom = max(qs.logFrom, cut)
+	qs.log, qs.lh = compact(qs.log, qs.lh)
+}
+
+// spentSince returns the units granted at or after s (s ≥ logFrom).
+func (c *Core) spentSince(s time.Duration) float64 {
+	qs := &c.quota
+	lo, hi := qs.lh, len(qs.log)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if qs.log[m].at < s {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(qs.log) {
+		return 0
+	}
+	return qs.spent - qs.log[lo].before
+}
+
+// QuotaBudget returns the running budget (units this instance may still be
+// granted) and its end, or false when no budget runs at the latest time
+// seen.
+func (c *Core) QuotaBudget() (float64, time.Time, bool) {
+	if c.quota.until <= c.last {
+		return 0, time.Time{}, false
+	}
+	return c.quota.budget, c.at(c.quota.until), true
+}
+
+// QuotaCeiling returns this instance's rate ceiling (units per minute):
+// its part of the announced limit within its minimum and maximum rates
+// (and a fleet's ceiling while it follows one), or false when no limit
+// was announced.
+func (c *Core) QuotaCeiling() (float64, bool) {
+	return c.rules.Max(), c.quota.ceiling > 0
+}
+
+// QuotaSeen reports whether the Core has applied a quota hint.
+func (c *Core) QuotaSeen() bool { return c.quota.on }
