@@ -22,7 +22,8 @@ type RetryAfterHeader struct {
 // The zero value is the default: a 429 is a throttle, and so is a 503 that
 // carries a wait (Retry-After or a configured header); any other status of
 // 500 or above is a ServerError, a 4xx is a ClientError, and anything below
-// 400 is a Success. For responses of 400 and above the wait is read from
+// 400 is a Success. With RateLimitHeaders set, every outcome carries the
+// quota its headers announce. For responses of 400 and above the wait is read from
 // RetryAfterHeaders in order, then from Retry-After; the first header that
 // is present with a valid value wins. Success outcomes carry no wait.
 //

@@ -30,6 +30,10 @@ import (
 //	{"at": 6, "op": "cancel", "id": "r3"}
 //	{"at": 7, "op": "tick"}
 //
+// Any outcome but network_error may carry a quota hint (see traceQuota):
+//
+//	{"at": 4, "op": "success", "id": "r1", "quota": {"limit": 600, "remaining": 40, "reset": 12, "window": 60}}
+//
 // A throttle's sent_at defaults to the request's grant time; retry_after is
 // in seconds. Outcomes are accepted only for granted requests. An id may be
 // acquired again (a retry) once its previous request no longer waits; later
@@ -43,7 +47,8 @@ import (
 //	{"at": 3.5, "op": "throttle", "rate": 420, "tokens": 0, "queue": 2, "paused_until": 7.5, "granted": [{"id": "r4", "at": 3.2}], "rejected": [{"id": "r9", "at": 3.4, "reason": "max_wait"}]}
 //
 // rate is this instance's rate in units per minute, tokens the bucket's
-// level, paused_until null when not paused, and granted and rejected list
+// level, paused_until null when not paused; once a quota hint was applied
+// the line also has budget, budget_until and ceiling (null when none); and granted and rejected list
 // the decisions since the previous line with their exact virtual times.
 // Times are exact to the nanosecond; rate and tokens are rounded to 12
 // significant digits.

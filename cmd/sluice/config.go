@@ -54,6 +54,11 @@ type targetConfig struct {
 	ThrottleStatusesWithWait []int                    `yaml:"throttle_statuses_with_wait"`
 	MaxRetryAfter            limiterDuration          `yaml:"max_retry_after"`
 	UserAgent                string                   `yaml:"user_agent"`
+	// RateLimitHeaders names the quota headers the limiter plans with:
+	// none (default), ietf or x-ratelimit; RateLimitReset says how
+	// X-RateLimit-Reset reads: delta (default) or unix.
+	RateLimitHeaders string `yaml:"rate_limit_headers"`
+	RateLimitReset   string `yaml:"rate_limit_reset"`
 }
 
 type retryAfterHeaderConfig struct {
@@ -144,6 +149,8 @@ func defaultConfig() config {
 			MaxResponseBytes: httpapi.DefaultMaxResponseBytes,
 			MaxRetryAfter:    limiterDuration(limiter.DefaultMaxRetryAfter),
 			UserAgent:        httpapi.DefaultUserAgent,
+			RateLimitHeaders: "none",
+			RateLimitReset:   "delta",
 		},
 		Jobs: jobsConfig{
 			Envelope:         worker.EnvelopeJSON,
@@ -764,12 +771,41 @@ func (c *config) httpConfig() (httpapi.Config, error) {
 		}
 		hc.Classifier.RetryAfterHeaders = append(hc.Classifier.RetryAfterHeaders, limiter.RetryAfterHeader{Name: h.Name, Unit: unit})
 	}
+	rl, err := rateLimitHeaders(t.RateLimitHeaders, t.RateLimitReset)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	hc.Classifier.RateLimitHeaders = rl
 	if t.BaseURL != "" {
 		if err := hc.Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return hc, errors.Join(errs...)
+}
+
+// rateLimitHeaders reads target.rate_limit_headers and
+// target.rate_limit_reset (docs/target.md, "Quota headers").
+func rateLimitHeaders(format, reset string) (limiter.RateLimitHeaders, error) {
+	var rl limiter.RateLimitHeaders
+	if format != "" {
+		f, err := limiter.ParseRateLimitFormat(format)
+		if err != nil {
+			return rl, fmt.Errorf(`rate_limit_headers: must be none, ietf or x-ratelimit, got %q`, format)
+		}
+		rl.Format = f
+	}
+	switch reset {
+	case "", "delta":
+	case "unix":
+		if rl.Format != limiter.RateLimitX {
+			return rl, fmt.Errorf(`rate_limit_reset: unix applies to rate_limit_headers: x-ratelimit only, got rate_limit_headers: %v`, rl.Format)
+		}
+		rl.Reset = limiter.UnitUnixTime
+	default:
+		return rl, fmt.Errorf(`rate_limit_reset: must be delta or unix, got %q`, reset)
+	}
+	return rl, nil
 }
 
 // workerConfig converts the worker, jobs and results sections.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -44,6 +45,8 @@ target:
   retry_after_headers:
     - name: x-ms-retry-after-ms
       unit: milliseconds
+  rate_limit_headers: x-ratelimit
+  rate_limit_reset: unix
 jobs:
   envelope: json
   strict: true
@@ -89,6 +92,9 @@ metrics: {listen: "off"}
 	}
 	if len(hc.Classifier.RetryAfterHeaders) != 1 || hc.Classifier.RetryAfterHeaders[0].Name != "x-ms-retry-after-ms" {
 		t.Errorf("classifier = %+v", hc.Classifier)
+	}
+	if want := (limiter.RateLimitHeaders{Format: limiter.RateLimitX, Reset: limiter.UnitUnixTime}); hc.Classifier.RateLimitHeaders != want {
+		t.Errorf("rate limit headers = %+v, want %+v", hc.Classifier.RateLimitHeaders, want)
 	}
 }
 
@@ -146,6 +152,12 @@ func TestParseConfigErrors(t *testing.T) {
 		{"YAML syntax", "target: [\n", nil, `config: line 1: did not find expected node content`},
 		{"bad retry header unit", minimalConfig + "  retry_after_headers:\n    - {name: X-Wait, unit: hours}\n",
 			nil, `config: target.retry_after_headers[0].unit: must be seconds, milliseconds or unix, got "hours" (line 4)`},
+		{"bad quota headers", minimalConfig + "  rate_limit_headers: github\n",
+			nil, `config: target.rate_limit_headers: must be none, ietf or x-ratelimit, got "github" (line 3)`},
+		{"bad quota reset", minimalConfig + "  rate_limit_headers: x-ratelimit\n  rate_limit_reset: epoch\n",
+			nil, `config: target.rate_limit_reset: must be delta or unix, got "epoch" (line 4)`},
+		{"unix reset of ietf", minimalConfig + "  rate_limit_headers: ietf\n  rate_limit_reset: unix\n",
+			nil, `config: target.rate_limit_reset: unix applies to rate_limit_headers: x-ratelimit only, got rate_limit_headers: ietf (line 4)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
