@@ -269,7 +269,7 @@ func (l *Leases) renew(ctx context.Context, now time.Time) {
 			l.set.log.Warn("cluster: lease lost", "bucket", l.cfg.Bucket, "partition", p)
 		default:
 			if !failed && !l.failing && ctx.Err() == nil {
-				l.set.log.Warn("cluster: leases not renewed; each is kept until it lapses", "bucket", l.cfg.Bucket, "error", err)
+				l.set.log.Warn("cluster: leases not renewed; each is kept until it lapses", "bucket", l.cfg.Bucket, "err", err)
 			}
 			failed = true
 		}
@@ -307,7 +307,7 @@ func (l *Leases) deleteLeases(gone map[int]leaseState) {
 	defer cancel()
 	for p, h := range gone {
 		if err := l.kv.Delete(ctx, partitionKey(p), jetstream.LastRevision(h.rev)); err != nil {
-			l.set.log.Debug("cluster: release: lease not deleted; it expires after the ttl", "partition", p, "error", err)
+			l.set.log.Debug("cluster: release: lease not deleted; it expires after the ttl", "partition", p, "err", err)
 		}
 	}
 }
@@ -326,7 +326,7 @@ func (l *Leases) acquire(ctx context.Context, free []int, n int) {
 		cancel()
 		if err != nil {
 			if !errors.Is(err, jetstream.ErrKeyExists) {
-				l.set.log.Debug("cluster: lease not acquired", "partition", p, "error", err)
+				l.set.log.Debug("cluster: lease not acquired", "partition", p, "err", err)
 				break
 			}
 			continue

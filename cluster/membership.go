@@ -256,7 +256,7 @@ func (m *Membership) Run(ctx context.Context) error {
 			switch {
 			case err != nil && !failing && ctx.Err() == nil:
 				failing = true
-				m.set.log.Warn("cluster: heartbeat failed; retrying, the instance count holds meanwhile", "bucket", m.cfg.Bucket, "error", err)
+				m.set.log.Warn("cluster: heartbeat failed; retrying, the instance count holds meanwhile", "bucket", m.cfg.Bucket, "err", err)
 			case err == nil && failing:
 				failing = false
 				m.set.log.Info("cluster: heartbeat written again", "bucket", m.cfg.Bucket)
@@ -363,7 +363,7 @@ func (m *Membership) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), max(m.cfg.opTimeout(), time.Second))
 	defer cancel()
 	if err := m.kv.Delete(ctx, m.key); err != nil {
-		m.set.log.Warn("cluster: leave: heartbeat not deleted; it expires after the ttl", "bucket", m.cfg.Bucket, "error", err)
+		m.set.log.Warn("cluster: leave: heartbeat not deleted; it expires after the ttl", "bucket", m.cfg.Bucket, "err", err)
 		return
 	}
 	m.set.log.Info("cluster: left", "bucket", m.cfg.Bucket, "key", m.key)

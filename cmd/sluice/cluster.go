@@ -175,7 +175,7 @@ func joinShare(ctx context.Context, cfg config, src sources.Source, reg promethe
 		mopts = append(mopts, cluster.WithInstanceCount(func(n int) {
 			if l := r.lim.Load(); l != nil {
 				if err := l.SetInstanceCount(n); err != nil {
-					log.Warn("limiter.share: instance count not applied", "instances", n, "error", err)
+					log.Warn("limiter.share: instance count not applied", "instances", n, "err", err)
 				}
 			}
 		}))
@@ -220,7 +220,7 @@ func (r *shareRun) start(ctx context.Context, lim *limiter.Limiter, log *slog.Lo
 	}
 	l, err := cluster.NewLeases(ctx, r.m, append(r.opts, cluster.WithShare(func(s float64) {
 		if err := lim.SetShare(s); err != nil {
-			log.Warn("limiter.share: share not applied", "share", s, "error", err)
+			log.Warn("limiter.share: share not applied", "share", s, "err", err)
 		}
 	}))...)
 	if err != nil {

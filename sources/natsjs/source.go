@@ -159,7 +159,7 @@ func (s *Source) connect(url string) error {
 		nats.CustomReconnectDelay(reconnectDelay),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
-				s.log.Warn("nats disconnected", "error", err)
+				s.log.Warn("nats disconnected", "err", err)
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
@@ -170,7 +170,7 @@ func (s *Source) connect(url string) error {
 			s.mu.Unlock()
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			s.log.Warn("nats error", "error", err)
+			s.log.Warn("nats error", "err", err)
 		}),
 	}
 	switch a := c.Auth; {
