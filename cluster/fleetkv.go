@@ -370,7 +370,7 @@ func (f *Fleet) reload(ctx context.Context) error {
 func (f *Fleet) observe(data []byte, rev uint64, force bool) {
 	var s FleetState
 	if err := json.Unmarshal(data, &s); err != nil {
-		f.set.log.Warn("cluster: fleet state unreadable; it is replaced at the next write", "error", err)
+		f.set.log.Warn("cluster: fleet state unreadable; it is replaced at the next write", "err", err)
 		f.mu.Lock()
 		if rev > f.rev || force {
 			f.rev = rev
@@ -409,7 +409,7 @@ func (f *Fleet) offline(err error) {
 	if f.lim != nil {
 		f.lim.Lead()
 	}
-	f.set.log.Warn("cluster: fleet state unreachable; running on the local rules below the last fleet rate", "bucket", FleetBucket(f.cfg.Bucket), "rate", f.state.Rate, "error", err)
+	f.set.log.Warn("cluster: fleet state unreachable; running on the local rules below the last fleet rate", "bucket", FleetBucket(f.cfg.Bucket), "rate", f.state.Rate, "err", err)
 }
 
 // rejoin makes the limiter follow the fleet again.

@@ -78,7 +78,7 @@ func (m *Memory) Run(ctx context.Context, state func() limiter.Adapt) error {
 		switch {
 		case err != nil && !failing:
 			failing = true
-			m.log.Warn("cluster: rate not remembered; retrying", "bucket", FleetBucket(m.cfg.Bucket), "error", err)
+			m.log.Warn("cluster: rate not remembered; retrying", "bucket", FleetBucket(m.cfg.Bucket), "err", err)
 		case err == nil && failing:
 			failing = false
 		}
