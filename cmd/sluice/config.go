@@ -59,6 +59,8 @@ type targetConfig struct {
 	// X-RateLimit-Reset reads: delta (default) or unix.
 	RateLimitHeaders string `yaml:"rate_limit_headers"`
 	RateLimitReset   string `yaml:"rate_limit_reset"`
+	// LogURLPath shows URL paths in logs; by default they are secret.
+	LogURLPath bool `yaml:"log_url_path"`
 }
 
 type retryAfterHeaderConfig struct {
@@ -255,6 +257,16 @@ func (e *configErrors) err(secrets []string) error {
 		errs[i] = errors.New(redact(m, secrets))
 	}
 	return errors.Join(errs...)
+}
+
+// shownTarget is target.base_url as logs show it: "[redacted]" when a
+// value read from the environment is in it (like a header value), else
+// scheme://host[:port] with the path redacted unless target.log_url_path.
+func (c *config) shownTarget(hc httpapi.Config) string {
+	if redact(c.Target.BaseURL, c.secrets) != c.Target.BaseURL {
+		return "[redacted]"
+	}
+	return hc.ShownBaseURL()
 }
 
 // redact hides every secret of 4 bytes or more in s.
@@ -749,6 +761,7 @@ func (c *config) httpConfig() (httpapi.Config, error) {
 		AllowJobHeaders:  t.AllowJobHeaders,
 		ResponseHeaders:  c.Results.Headers,
 		UserAgent:        t.UserAgent,
+		LogURLPath:       t.LogURLPath,
 		Classifier: limiter.Classifier{
 			ThrottleStatuses:         t.ThrottleStatuses,
 			ThrottleStatusesWithWait: t.ThrottleStatusesWithWait,

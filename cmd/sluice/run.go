@@ -227,7 +227,7 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 	})
 	g.Go(func() error {
 		wcfg := w.Config()
-		log.Info("sluice running", "source", cfg.Source.Kind, "target", cfg.Target.BaseURL,
+		log.Info("sluice running", "source", cfg.Source.Kind, "target", cfg.shownTarget(hc),
 			"max_in_flight", wcfg.MaxInFlight, "units_per_minute", lcfg.InitialUnitsPerMinute,
 			"limiter", !lcfg.Disabled, "worker_id", wcfg.ID)
 		err := w.Run(gctx)

@@ -71,6 +71,51 @@ type Config struct {
 	// Classifier classifies responses; its zero value is the default
 	// (429, and 503 with Retry-After, are throttles).
 	Classifier limiter.Classifier
+
+	// LogURLPath shows the paths of the target's URLs (base_url's and the
+	// job's) in logs, errors and Config's String and LogValue. By default
+	// a path is secret, as webhook and bot URLs carry tokens in it: only
+	// scheme://host[:port] is shown, followed by /[redacted].
+	LogURLPath bool
+}
+
+// redactedPath stands for a URL path that is not shown.
+const redactedPath = "/[redacted]"
+
+// ShownURL is how u is printed: scheme://host[:port] and, unless
+// LogURLPath, /[redacted] in place of a non-empty path. User info, query
+// and fragment are never shown.
+func (c Config) ShownURL(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	s := u.Scheme + "://" + u.Host
+	switch p := u.EscapedPath(); {
+	case p == "" || p == "/":
+		return s + p
+	case c.LogURLPath:
+		return s + p
+	}
+	return s + redactedPath
+}
+
+// ShownPath is how a request path is printed: as is with LogURLPath, else
+// /[redacted].
+func (c Config) ShownPath(p string) string {
+	if c.LogURLPath || p == "" || p == "/" {
+		return p
+	}
+	return redactedPath
+}
+
+// ShownBaseURL is BaseURL as ShownURL prints it; "[invalid URL]" if it
+// does not parse.
+func (c Config) ShownBaseURL() string {
+	u, err := url.Parse(c.BaseURL)
+	if err != nil {
+		return "[invalid URL]"
+	}
+	return c.ShownURL(u)
 }
 
 // alwaysDropped are job headers that control the connection or the framing
@@ -193,7 +238,7 @@ const redacted = "[redacted]"
 // String describes the config with header values redacted.
 func (c Config) String() string {
 	return fmt.Sprintf("httpapi.Config{BaseURL:%q Timeout:%v MaxResponseBytes:%d MaxConns:%d Headers:%v AllowJobHeaders:%q ResponseHeaders:%q UserAgent:%q}",
-		c.BaseURL, c.Timeout, c.MaxResponseBytes, c.MaxConns, c.redactedHeaders(), c.AllowJobHeaders, c.ResponseHeaders, c.UserAgent)
+		c.ShownBaseURL(), c.Timeout, c.MaxResponseBytes, c.MaxConns, c.redactedHeaders(), c.AllowJobHeaders, c.ResponseHeaders, c.UserAgent)
 }
 
 // GoString is String, so that %#v redacts too.
@@ -206,7 +251,7 @@ func (c Config) LogValue() slog.Value {
 		hs = append(hs, slog.String(name, redacted))
 	}
 	return slog.GroupValue(
-		slog.String("base_url", c.BaseURL),
+		slog.String("base_url", c.ShownBaseURL()),
 		slog.Duration("timeout", c.Timeout),
 		slog.Int64("max_response_bytes", c.MaxResponseBytes),
 		slog.Int("max_conns", c.MaxConns),

@@ -135,6 +135,12 @@ func New(cfg Config, opts ...Option) (*Sink, error) {
 		}
 	}
 	s.secrets = secretsOf(cfg.Headers)
+	if p := strings.Trim(base.EscapedPath(), "/"); !cfg.LogURLPath && len(p) >= minSecretBytes {
+		// A token in the base path, echoed by the target, must not reach
+		// a dead-letter record either.
+		s.secrets = append(s.secrets, []byte(p))
+		slices.SortFunc(s.secrets, func(a, b []byte) int { return len(b) - len(a) })
+	}
 	for _, o := range opts {
 		o(s)
 	}
@@ -220,9 +226,14 @@ func (s *Sink) Send(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	logPath := req.URL.EscapedPath()
+	logPath := s.cfg.ShownPath(req.URL.EscapedPath())
 	start := s.now()
 	resp, err := s.client.Do(req)
+	if ue, ok := err.(*url.Error); ok {
+		// Its text holds the whole URL; the method and the shown path
+		// are added below.
+		err = ue.Err
+	}
 	if err != nil {
 		res := Result{Latency: s.now().Sub(start), Outcome: limiter.Outcome{Kind: limiter.NetworkError}}
 		s.log.Debug("target call failed", "method", req.Method, "path", logPath, "latency", res.Latency, "err", err)
