@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"runtime"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,8 +48,9 @@ type opsConfig struct {
 	// Pprof serves /debug/pprof on the same address. Default false.
 	Pprof bool `yaml:"pprof"`
 
-	ui   bool      // `sluice run --ui`: serve the live page at /ui/ (ui.go)
-	live *livePage // the live page's source, set by runWorker when ui is on
+	ui       bool      // `sluice run --ui`: serve the live page at /ui/ (ui.go)
+	uiListen string    // `sluice run --ui-listen`: serve it there instead
+	live     *livePage // the live page's source, set by runWorker when ui is on
 }
 
 func defaultOpsConfig() opsConfig {
@@ -119,19 +121,36 @@ func serveOps(ctx context.Context, cfg opsConfig, g prometheus.Gatherer, ready f
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped before it started
-		}
-		return fmt.Errorf("metrics.listen: %w", err)
+	ln, err := listen(ctx, cfg.Listen, "metrics.listen")
+	if err != nil || ln == nil {
+		return err
 	}
 	if !loopbackListen(cfg.Listen) {
 		log.Warn("ops endpoints are reachable from other hosts", "addr", ln.Addr().String(), "pprof", cfg.Pprof)
 	}
 	log.Info("ops endpoints listening", "addr", ln.Addr().String(), "pprof", cfg.Pprof)
 	return serveHTTP(ctx, ln, opsHandler(cfg, g, ready, log), log, "metrics.listen")
+}
+
+// listen binds addr for the option or flag named what. It returns a nil
+// listener and no error when ctx ended first. An address in use gets an
+// error that names the way out: another sluice on this machine has the
+// default port.
+func listen(ctx context.Context, addr, what string) (net.Listener, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	switch {
+	case err == nil:
+		return ln, nil
+	case ctx.Err() != nil:
+		return nil, nil // stopped before it started
+	case errors.Is(err, syscall.EADDRINUSE) && what == "metrics.listen":
+		return nil, fmt.Errorf("metrics.listen: %w (another process, perhaps another sluice, listens there: "+
+			"give this one a free port with --metrics-listen 127.0.0.1:0, or set metrics.listen)", err)
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("%s: %w (another process listens there: give a free port such as 127.0.0.1:0)", what, err)
+	}
+	return nil, fmt.Errorf("%s: %w", what, err)
 }
 
 // serveHTTP serves h on ln until ctx is done, then shuts the server down,
@@ -201,14 +220,16 @@ func opsHandler(cfg opsConfig, g prometheus.Gatherer, ready func(context.Context
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	mountUI(mux, cfg, log)
+	if cfg.uiListen == "" {
+		mountUI(mux, cfg, log)
+	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "sluice "+version+"\n/metrics\n/healthz\n/readyz\n")
 		if cfg.Pprof {
 			io.WriteString(w, "/debug/pprof/\n")
 		}
-		if cfg.live != nil {
+		if cfg.live != nil && cfg.uiListen == "" {
 			io.WriteString(w, uiPrefix+"/\n")
 		}
 	})

@@ -32,17 +32,19 @@ import (
 // runFlags are the flags of `sluice run`. Those set on the command line
 // replace the config file's values.
 type runFlags struct {
-	config      string
-	target      string
-	maxInFlight int
-	rate        float64
-	instances   int
-	natsURL     string
-	dataDir     string
-	natsPort    int
-	logFormat   string
-	logLevel    string
-	ui          bool // the live page on metrics.listen (ui.go)
+	config        string
+	target        string
+	maxInFlight   int
+	rate          float64
+	instances     int
+	natsURL       string
+	dataDir       string
+	natsPort      int
+	logFormat     string
+	logLevel      string
+	ui            bool // the live page on metrics.listen (ui.go)
+	uiListen      string
+	metricsListen string
 }
 
 func newRunCmd() *cobra.Command {
@@ -66,12 +68,13 @@ wait).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := runConfig(cmd, f)
 			if err == nil {
-				err = checkUI(f.ui, cfg.Metrics)
+				err = checkUI(f.ui, f.uiListen, cfg.Metrics)
 			}
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			cfg.Metrics.ui = f.ui
+			cfg.Metrics.ui = f.ui || f.uiListen != ""
+			cfg.Metrics.uiListen = f.uiListen
 			log, err := newLogger(cmd.ErrOrStderr(), cfg.Log.Format, cfg.Log.Level)
 			if err != nil {
 				return &exitError{code: 2, err: err}
@@ -103,6 +106,8 @@ wait).`,
 	fl.StringVar(&f.logFormat, "log-format", "", "log format: auto, text or json (log.format)")
 	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn or error (log.level)")
 	fl.BoolVar(&f.ui, "ui", false, "serve a live page of this worker at /ui/ on metrics.listen (docs/ui.md)")
+	fl.StringVar(&f.uiListen, "ui-listen", "", "serve the live page at /ui/ on this address instead of metrics.listen, e.g. 127.0.0.1:0 (implies --ui)")
+	fl.StringVar(&f.metricsListen, "metrics-listen", "", `address of /metrics, /healthz and /readyz (metrics.listen); "127.0.0.1:0" for a free port, "off" for none`)
 	return cmd
 }
 
@@ -127,6 +132,7 @@ func runConfig(cmd *cobra.Command, f runFlags) (config, error) {
 		set("instances", "limiter.instances", func() { c.Limiter.Instances = f.instances })
 		set("log-format", "log.format", func() { c.Log.Format = f.logFormat })
 		set("log-level", "log.level", func() { c.Log.Level = f.logLevel })
+		set("metrics-listen", "metrics.listen", func() { c.Metrics.Listen = f.metricsListen })
 		return applySourceFlags(c, fl.Changed("nats-url"), f.natsURL, fl.Changed("data-dir"), f.dataDir, fl.Changed("nats-port"), f.natsPort)
 	}
 	if f.config == "" {
@@ -222,6 +228,7 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 		sat.Poll(gctx, time.Second, func() int { return lim.Stats().Queue })
 		return nil
 	})
+	g.Go(func() error { return serveUI(gctx, cfg.Metrics, log) })
 	g.Go(func() error {
 		return serveOps(gctx, cfg.Metrics, reg, allReady(sourceReady(src), targetResolves(cfg.Target.BaseURL, nil)), log)
 	})

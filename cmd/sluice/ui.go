@@ -26,11 +26,30 @@ const uiPrefix = "/ui"
 
 // checkUI refuses --ui when the ops endpoints are off: the page has no
 // address to be served on.
-func checkUI(ui bool, ops opsConfig) error {
+func checkUI(ui bool, uiListen string, ops opsConfig) error {
+	if uiListen != "" {
+		return opsConfig{Listen: uiListen}.validate("--ui-listen")
+	}
 	if ui && ops.Listen == opsListenOff {
-		return errors.New(`--ui: the page is served on metrics.listen, which is "off"`)
+		return errors.New(`--ui: the page is served on metrics.listen, which is "off" (serve it on its own address with --ui-listen ADDR)`)
 	}
 	return nil
+}
+
+// serveUI serves the live page alone on ops.uiListen until ctx is done;
+// it returns nil at once when the page is not on its own address.
+func serveUI(ctx context.Context, ops opsConfig, log *slog.Logger) error {
+	if ops.uiListen == "" || ops.live == nil {
+		return nil
+	}
+	ln, err := listen(ctx, ops.uiListen, "--ui-listen")
+	if err != nil || ln == nil {
+		return err
+	}
+	log.Info("live page listening", "addr", ln.Addr().String(), "path", uiPrefix+"/")
+	mux := http.NewServeMux()
+	mountUI(mux, ops, log)
+	return serveHTTP(ctx, ln, mux, log, "--ui-listen")
 }
 
 // withUI returns ops with the live page's source set when ops.ui is on.

@@ -120,10 +120,10 @@ func TestOpsHandlerUI(t *testing.T) {
 		t.Errorf("first frame %s (%v)", data, err)
 	}
 
-	if err := checkUI(true, opsConfig{Listen: opsListenOff}); err == nil || !strings.Contains(err.Error(), "--ui") {
+	if err := checkUI(true, "", opsConfig{Listen: opsListenOff}); err == nil || !strings.Contains(err.Error(), "--ui") {
 		t.Errorf("--ui with metrics.listen off: %v", err)
 	}
-	if err := checkUI(false, opsConfig{Listen: opsListenOff}); err != nil {
+	if err := checkUI(false, "", opsConfig{Listen: opsListenOff}); err != nil {
 		t.Error(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Source, error) {
 		s.shutdownServer()
 		return nil, err
 	}
+	s.answerStoreDir()
 	if err := s.bind(ctx); err != nil {
 		s.nc.Close()
 		s.shutdownServer()
@@ -101,7 +103,10 @@ func (s *Source) startEmbedded(ctx context.Context) (string, error) {
 		// another store directory: use it, but no other NATS server.
 		u := "nats://" + inUse.Addr
 		if s.isEmbeddedServer(u) {
-			s.log.Info("using the embedded nats server already listening", "url", u)
+			// Found through the port, not through this store: the jobs go
+			// to the other directory's store. Say so, and name it.
+			s.log.Warn("using the embedded nats server of another store directory, found on its port; jobs go to its store, not to this one",
+				"url", u, "its_store_dir", s.embeddedStoreOf(u), "store_dir", s.cfg.Embedded.StoreDir)
 			return u, nil
 		}
 		return "", err
@@ -136,6 +141,41 @@ func (s *Source) isEmbeddedServer(url string) bool {
 	}
 	defer nc.Close()
 	return nc.ConnectedServerName() == serverName
+}
+
+// storeSubject is where the process that runs an embedded server answers
+// with the server's store directory.
+const storeSubject = "_SLUICE.EMBEDDED.STORE_DIR"
+
+// answerStoreDir serves the store directory of the embedded server this
+// source started, on storeSubject, for the processes that find the server
+// through its port.
+func (s *Source) answerStoreDir() {
+	if s.srv == nil {
+		return
+	}
+	dir, err := filepath.Abs(s.cfg.Embedded.StoreDir)
+	if err != nil {
+		dir = s.cfg.Embedded.StoreDir
+	}
+	if _, err := s.nc.Subscribe(storeSubject, func(m *nats.Msg) { m.Respond([]byte(dir)) }); err != nil {
+		s.log.Debug("serving the embedded store directory", "err", err)
+	}
+}
+
+// embeddedStoreOf asks the embedded server at url for its store directory;
+// "unknown" if no process answers.
+func (s *Source) embeddedStoreOf(url string) string {
+	nc, err := nats.Connect(url, nats.Name(s.cfg.Name), nats.Timeout(2*time.Second), nats.NoReconnect())
+	if err != nil {
+		return "unknown"
+	}
+	defer nc.Close()
+	m, err := nc.Request(storeSubject, nil, 2*time.Second)
+	if err != nil {
+		return "unknown"
+	}
+	return string(m.Data)
 }
 
 func (s *Source) shutdownServer() {

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Two workers on one machine: the second finds the metrics port taken, the
+// error names the flag that fixes it, and with --metrics-listen
+// 127.0.0.1:0 (and --ui-listen 127.0.0.1:0) it starts (#15).
+func TestRunSecondWorkerMetricsListen(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	run := func(ctx context.Context, out *lockedBuffer, listen ...string) error {
+		root := newRootCmd()
+		args := []string{"run", "--target", "http://127.0.0.1:1", "--data-dir", filepath.Join(t.TempDir(), "data"),
+			"--nats-port", "-1", "--log-format", "text"}
+		root.SetArgs(append(args, listen...))
+		root.SetOut(out)
+		root.SetErr(out)
+		return root.ExecuteContext(ctx)
+	}
+
+	var first lockedBuffer
+	err = run(t.Context(), &first, "--metrics-listen", taken.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "metrics.listen") || !strings.Contains(err.Error(), "address already in use") ||
+		!strings.Contains(err.Error(), "--metrics-listen 127.0.0.1:0") {
+		t.Fatalf("run on a metrics port in use: %v, want an error naming --metrics-listen 127.0.0.1:0", err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var second lockedBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, &second, "--metrics-listen", "127.0.0.1:0", "--ui-listen", "127.0.0.1:0") }()
+	eventually(t, "the ops endpoints and the live page to listen", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("run stopped: %v\n%s", err, second.String())
+		default:
+		}
+		out := second.String()
+		return strings.Contains(out, "ops endpoints listening") && strings.Contains(out, "live page listening")
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
+	}
+	if strings.Contains(second.String(), taken.Addr().String()) {
+		t.Errorf("the second worker used the taken port:\n%s", second.String())
+	}
+}
