@@ -106,6 +106,17 @@ func (p *Proc) Stop(grace time.Duration) bool {
 // ExitedCleanly reports whether the process exited with status 0.
 func (p *Proc) ExitedCleanly() bool { return p.Exited() && p.err == nil }
 
+// StoppedCleanlyBy reports whether the process exited on its own after
+// sig with sluice's status for it, 128 + the signal's number (143 for
+// SIGTERM), rather than being killed or failing.
+func (p *Proc) StoppedCleanlyBy(sig syscall.Signal) bool {
+	if !p.Exited() {
+		return false
+	}
+	var ee *exec.ExitError
+	return errors.As(p.err, &ee) && ee.Exited() && ee.ExitCode() == 128+int(sig)
+}
+
 // PeakRSS reads the process's peak resident set size (VmHWM) in bytes
 // from /proc; 0 when it cannot be read.
 func PeakRSS(pid int) int64 {

@@ -369,8 +369,8 @@ func sigterm(s *Suite, e *env, rng *rand.Rand) error {
 	if took > shutdown {
 		e.res.failf("the worker took %.2fs to exit after SIGTERM, more than shutdown_timeout %s", took.Seconds(), shutdown)
 	}
-	if !a.proc.ExitedCleanly() {
-		e.res.failf("the worker's exit after SIGTERM: %v", a.proc.Err())
+	if !a.proc.StoppedCleanlyBy(syscall.SIGTERM) {
+		e.res.failf("the worker's exit after SIGTERM: %v, want exit status 143", a.proc.Err())
 	}
 	e.proxy.SetDelay(0)
 	if _, err := e.startWorker("w2", o); err != nil {

@@ -72,6 +72,13 @@ type Stats struct {
 	AckPending  int64 // delivered, not yet settled (in flight)
 	Redelivered int64 // delivered more than once and not yet settled
 	DeadLetters int64 // dead-letter records held, -1 when unknown
+	// Done counts the jobs settled for good (acked or dead-lettered) since
+	// the queue was created, -1 when the source cannot tell. Its growth
+	// over time is the queue's throughput, whichever workers drain it.
+	Done int64
+	// Oldest is when the oldest unsettled job (waiting or in flight) was
+	// published; zero when there is none or the source cannot tell.
+	Oldest time.Time
 }
 
 // StatsSource is implemented by sources that can report their state.

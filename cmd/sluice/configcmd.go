@@ -35,26 +35,32 @@ func newConfigExampleCmd() *cobra.Command {
 func newConfigValidateCmd() *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
-		Use:   "validate -c FILE",
+		Use:   "validate FILE | -c FILE",
 		Short: "Check a config file: print OK, or every problem with its line",
 		Long: `validate decodes the config file as sluice run would (unknown keys are
 errors, ${VAR} and ${VAR:-default} are expanded) and checks every field.
 It prints OK, or one line per problem naming the field, the value, the rule
-and the line, and exits with status 1. Secret values (target headers, and
-anything taken from the environment) are never printed.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return &exitError{code: 2, err: fmt.Errorf("config validate: -c FILE is required")}
+and the line, and exits with status 2. Secret values (target headers, and
+anything taken from the environment) are never printed. The file is given
+as the argument or with -c.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 1 && file != "" && args[0] != file:
+				return usageError(fmt.Errorf("config validate: two files, %q and -c %q; give one", args[0], file))
+			case len(args) == 1:
+				file = args[0]
+			case file == "":
+				return usageError(fmt.Errorf("config validate: no file; usage: sluice config validate FILE"))
 			}
 			if _, err := loadConfig(file); err != nil {
 				fmt.Fprintln(cmd.OutOrStdout(), err)
-				return &exitError{code: 1}
+				return &exitError{code: exitUsage}
 			}
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), "OK")
 			return err
 		},
 	}
-	cmd.Flags().StringVarP(&file, "config", "c", "", "config file to check")
+	cmd.Flags().StringVarP(&file, "config", "c", "", "config file to check (or give it as the argument)")
 	return cmd
 }

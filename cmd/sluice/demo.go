@@ -125,7 +125,7 @@ Ctrl-C stops the demo cleanly; a second Ctrl-C exits at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
-				return &exitError{code: 2, err: err}
+				return usageError(err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -146,6 +146,7 @@ Ctrl-C stops the demo cleanly; a second Ctrl-C exits at once.`,
 				return err
 			}
 			if rep.interrupted {
+				// 130; after SIGTERM exitStatus makes it 143.
 				return &exitError{code: 130}
 			}
 			return nil

@@ -78,7 +78,7 @@ the payload and are skipped.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := commandConfig(file)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return usageError(err)
 			}
 			ctx := cmd.Context()
 			log := slog.New(slog.DiscardHandler)

@@ -49,6 +49,20 @@ func (f *sourceFlags) register(cmd *cobra.Command) {
 }
 
 // apply lays the flags that were given over cfg.
+// load reads the config file's source section, applies the flags and
+// checks the result; every error it returns is a usage or config error
+// (exit status 2).
+func (f *sourceFlags) load(cmd *cobra.Command) (sourceConfig, error) {
+	cfg, err := loadSourceConfig(f.config)
+	if err == nil {
+		err = f.apply(cmd, &cfg)
+	}
+	if err == nil {
+		err = cfg.validate()
+	}
+	return cfg, usageError(err)
+}
+
 func (f *sourceFlags) apply(cmd *cobra.Command, cfg *sourceConfig) error {
 	changed := func(name string) bool { return cmd.Flags().Changed(name) }
 	given := false
@@ -111,11 +125,8 @@ sluice process already running on the same --data-dir, or starts its own
 on that directory for the time it runs.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadSourceConfig(f.config)
+			cfg, err := f.load(cmd)
 			if err != nil {
-				return err
-			}
-			if err := f.apply(cmd, &cfg); err != nil {
 				return err
 			}
 			return runEnqueue(cmd.Context(), cfg, args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())

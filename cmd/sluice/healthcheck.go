@@ -32,10 +32,10 @@ is not the default.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			u, err := url.Parse(rawURL)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return &exitError{code: 2, err: fmt.Errorf("--url: must be an http(s) URL, got %q", rawURL)}
+				return usageError(fmt.Errorf("--url: must be an http(s) URL, got %q", rawURL))
 			}
 			if timeout <= 0 {
-				return &exitError{code: 2, err: fmt.Errorf("--timeout: must be > 0, got %v", timeout)}
+				return usageError(fmt.Errorf("--timeout: must be > 0, got %v", timeout))
 			}
 			if err := healthcheck(cmd.Context(), u.String(), timeout); err != nil {
 				return &exitError{code: 1, err: err}

@@ -38,7 +38,7 @@ A bad trace line is reported with its number, and the exit status is 2.`,
 			if name != "-" {
 				f, err := os.Open(name)
 				if err != nil {
-					return &exitError{code: 2, err: err}
+					return usageError(err)
 				}
 				defer f.Close()
 				in = f
@@ -47,7 +47,7 @@ A bad trace line is reported with its number, and the exit status is 2.`,
 			}
 			r := limiter.Replayer{DecodeOptions: decodeLimiterOptionsJSON}
 			if err := r.Run(in, cmd.OutOrStdout()); err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("%s: %w", name, err)}
+				return usageError(fmt.Errorf("%s: %w", name, err))
 			}
 			return nil
 		},

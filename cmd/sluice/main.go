@@ -20,36 +20,25 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:]))
 }
 
-// run executes the command line and returns the process exit status.
+// run executes the command line and returns the process exit status
+// (exitStatus: 0, 1, 2, or 128 + the signal that stopped it).
 func run(ctx context.Context, args []string) int {
+	ctx, signals := catchSignals(ctx)
 	root := newRootCmd()
 	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			if ee.err != nil {
-				fmt.Fprintln(os.Stderr, "sluice:", ee.err)
-			}
-			return ee.code
+	err := root.ExecuteContext(ctx)
+	sig := signals.stop()
+	if err != nil {
+		if msg := err.Error(); !isSilent(err) && msg != "" {
+			fmt.Fprintln(os.Stderr, "sluice:", msg)
 		}
-		fmt.Fprintln(os.Stderr, "sluice:", err)
-		return 1
 	}
-	return 0
+	return exitStatus(err, sig)
 }
 
-// exitError makes a command exit with a given status. A nil err prints
-// nothing (the command already reported).
-type exitError struct {
-	code int
-	err  error
+// isSilent reports an exitError without a message: the command already
+// said what went wrong.
+func isSilent(err error) bool {
+	var ee *exitError
+	return errors.As(err, &ee) && ee.err == nil
 }
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitError) Unwrap() error { return e.err }

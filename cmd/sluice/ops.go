@@ -225,7 +225,7 @@ func opsHandler(cfg opsConfig, g prometheus.Gatherer, ready func(context.Context
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "sluice "+version+"\n/metrics\n/healthz\n/readyz\n")
+		io.WriteString(w, "sluice "+currentVersion()+"\n/metrics\n/healthz\n/readyz\n")
 		if cfg.Pprof {
 			io.WriteString(w, "/debug/pprof/\n")
 		}
@@ -320,7 +320,7 @@ func registerOpsMetrics(reg prometheus.Registerer, sat *limiter.Saturation, src 
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "sluice_build_info",
 			Help:        "Always 1; the labels give the version of sluice and of Go it was built with.",
-			ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+			ConstLabels: prometheus.Labels{"version": currentVersion(), "goversion": runtime.Version()},
 		}, func() float64 { return 1 }),
 	}
 	if sat != nil {

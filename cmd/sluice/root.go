@@ -15,7 +15,9 @@ adaptive rate limiter for each job's units, calls the target API, and acks,
 redelivers or dead-letters each job according to the response.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       currentVersion(),
 	}
+	root.SetVersionTemplate(versionLine() + "\n")
 	root.AddCommand(
 		newVersionCmd(),
 		// subcommands: keep one per line
@@ -30,5 +32,7 @@ redelivers or dead-letters each job according to the response.`,
 		newTestserverCmd(),
 		newDemoCmd(),
 	)
+	applyConventions(root)
+	setExamples(root)
 	return root
 }

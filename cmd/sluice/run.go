@@ -71,13 +71,13 @@ wait).`,
 				err = checkUI(f.ui, f.uiListen, cfg.Metrics)
 			}
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return usageError(err)
 			}
 			cfg.Metrics.ui = f.ui || f.uiListen != ""
 			cfg.Metrics.uiListen = f.uiListen
 			log, err := newLogger(cmd.ErrOrStderr(), cfg.Log.Format, cfg.Log.Level)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return usageError(err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -86,7 +86,7 @@ wait).`,
 				// From now on the default action applies: a second signal
 				// ends the process at once.
 				stop()
-				if cmd.Context().Err() == nil {
+				if cmd.Context().Err() == nil || stoppedBySignal(cmd.Context()) {
 					log.Info("shutting down; a second signal exits at once")
 				}
 			}()

@@ -22,19 +22,19 @@ import (
 // instances and demand), until SIGINT or SIGTERM.
 func serveSimulator(cmd *cobra.Command, f simulateFlags, start sim.Config) error {
 	if f.json || f.svg != "" || f.compare {
-		return errors.New("--serve: cannot be combined with --json, --svg or --compare")
+		return usageError(errors.New("--serve: cannot be combined with --json, --svg or --compare"))
 	}
 	cfg := web.DefaultSimConfig()
 	cfg.Start = start
 	cfg.Speed = f.speed
 	if err := cfg.Validate(); err != nil {
 		if !(f.speed >= web.MinSpeed && f.speed <= web.MaxSpeed) {
-			return fmt.Errorf("--speed: must be in [%v, %v], got %v", web.MinSpeed, web.MaxSpeed, f.speed)
+			return usageError(fmt.Errorf("--speed: must be in [%v, %v], got %v", web.MinSpeed, web.MaxSpeed, f.speed))
 		}
-		return err
+		return usageError(err)
 	}
 	if start.Instances > sim.MaxLiveInstances {
-		return fmt.Errorf("--instances: must be at most %d with --serve, got %d", sim.MaxLiveInstances, start.Instances)
+		return usageError(fmt.Errorf("--instances: must be at most %d with --serve, got %d", sim.MaxLiveInstances, start.Instances))
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

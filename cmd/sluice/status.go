@@ -9,95 +9,122 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/sources"
 )
 
+// defaultStatusInterval is how long status measures the throughput when
+// jobs are in flight, and how often --watch refreshes.
+const defaultStatusInterval = 2 * time.Second
+
+// statusOptions are status's own flags.
+type statusOptions struct {
+	json     bool
+	watch    bool
+	interval time.Duration
+}
+
 func newStatusCmd() *cobra.Command {
 	var f sourceFlags
-	var asJSON bool
+	var o statusOptions
 	cmd := &cobra.Command{
 		Use:   "status [flags]",
-		Short: "Show the queue's backlog, jobs in flight, redeliveries and dead letters",
+		Short: "Show the queue's backlog, jobs in flight and done, the throughput and the time left",
 		Long: `status reads the state of the queue:
   backlog       jobs waiting to be delivered (pending)
   in flight     jobs delivered to a worker and not yet settled (ack pending)
   redelivered   jobs in flight or waiting that were delivered more than once
   dead letters  records in the dead-letter stream ("unknown" when there is none)
+  done          jobs settled for good (acked or dead-lettered) since the
+                queue was created
+  throughput    jobs done per second, measured over --interval while jobs
+                are in flight (a worker is running); with --watch over the
+                last 30 s
+  eta           backlog and in flight divided by the throughput
+
+With --watch it refreshes every --interval until SIGINT or SIGTERM.
 
 With the embedded server (the default), status uses the server of a sluice
 process already running on the same --data-dir, or starts its own on that
 directory for the time it runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadSourceConfig(f.config)
+			cfg, err := f.load(cmd)
 			if err != nil {
 				return err
 			}
-			if err := f.apply(cmd, &cfg); err != nil {
-				return err
+			if o.interval <= 0 {
+				return usageError(fmt.Errorf("--interval: must be > 0, got %v", o.interval))
 			}
-			log := commandLogger(cmd.ErrOrStderr())
-			if !asJSON {
-				if err := runStatus(cmd.Context(), cfg, false, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
-					return err
-				}
-				return printMembers(cmd.Context(), f.config, cfg, cmd.OutOrStdout(), log) // limiter.share members
-			}
-			st, err := queueStats(cmd.Context(), cfg, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			members, err := listMembers(cmd.Context(), f.config, cfg, log)
-			if err != nil {
-				return err
-			}
-			return writeStatusJSON(cmd.OutOrStdout(), st, members)
+			return runStatusCmd(cmd.Context(), cfg, o, f.config, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON instead of a table (with --watch, one object per line)")
+	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "refresh every --interval until interrupted")
+	cmd.Flags().DurationVar(&o.interval, "interval", defaultStatusInterval, "how long to measure the throughput; with --watch, the refresh interval")
 	return cmd
 }
 
-// statusJSON is the output of status --json; dead_letters is null when the
-// source cannot tell, and members is there only when limiter.share.mode is
-// members or leases.
-type statusJSON struct {
-	Pending     int64       `json:"pending"`
-	AckPending  int64       `json:"ack_pending"`
-	Redelivered int64       `json:"redelivered"`
-	DeadLetters *int64      `json:"dead_letters"`
-	Share       *memberList `json:"share,omitempty"`
-}
-
-// runStatus prints the state of the source cfg describes.
-func runStatus(ctx context.Context, cfg sourceConfig, asJSON bool, stdout, stderr io.Writer) error {
-	st, err := queueStats(ctx, cfg, stderr)
-	if err != nil {
-		return err
-	}
-	return printStatus(stdout, st, asJSON)
-}
-
-// queueStats reads the state of the source cfg describes.
-func queueStats(ctx context.Context, cfg sourceConfig, stderr io.Writer) (sources.Stats, error) {
-	if err := cfg.validate(); err != nil {
-		return sources.Stats{}, err
-	}
+// runStatusCmd opens the queue once and prints its state, once or, with
+// --watch, until ctx ends.
+func runStatusCmd(ctx context.Context, cfg sourceConfig, o statusOptions, file string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	src, err := cfg.open(ctx, commandLogger(stderr))
 	if err != nil {
-		return sources.Stats{}, err
+		return err
 	}
-	st, err := readStats(ctx, src)
-	if cerr := src.Close(); err == nil && cerr != nil {
-		err = cerr
+	defer src.Close()
+	read := func(ctx context.Context) (sources.Stats, error) { return readStats(ctx, src) }
+	log := commandLogger(stderr)
+	if o.watch {
+		clear := !o.json && isTerminal(stdout)
+		return watchStatus(ctx, read, o.interval, func(s statusSample, p drainProgress) error {
+			if clear {
+				io.WriteString(stdout, "\x1b[H\x1b[2J")
+			}
+			if !o.json {
+				fmt.Fprintf(stdout, "%s\n", s.at.Format(time.TimeOnly))
+			}
+			return printStatusWith(stdout, s.st, p, o.json, nil)
+		})
 	}
-	return st, err
+	s, p, err := measureStatus(ctx, read, o.interval)
+	if err != nil {
+		return err
+	}
+	if !o.json {
+		if err := printStatusWith(stdout, s.st, p, false, nil); err != nil {
+			return err
+		}
+		return printMembers(ctx, file, cfg, stdout, log) // limiter.share members
+	}
+	members, err := listMembers(ctx, file, cfg, log)
+	if err != nil {
+		return err
+	}
+	return printStatusWith(stdout, s.st, p, true, members)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// runStatus prints the state of the source cfg describes, once.
+func runStatus(ctx context.Context, cfg sourceConfig, asJSON bool, stdout, stderr io.Writer) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	return runStatusCmd(ctx, cfg, statusOptions{json: asJSON, interval: defaultStatusInterval}, "", stdout, stderr)
 }
 
 func readStats(ctx context.Context, src sources.Source) (sources.Stats, error) {
@@ -112,27 +139,62 @@ func readStats(ctx context.Context, src sources.Source) (sources.Stats, error) {
 	return st, nil
 }
 
-func printStatus(w io.Writer, st sources.Stats, asJSON bool) error {
+// statusJSON is the output of status --json; dead_letters is null when the
+// source cannot tell, done when it cannot count them, throughput and eta
+// when they were not measured; members is there only when
+// limiter.share.mode is members or leases.
+type statusJSON struct {
+	Pending     int64       `json:"pending"`
+	AckPending  int64       `json:"ack_pending"`
+	Redelivered int64       `json:"redelivered"`
+	DeadLetters *int64      `json:"dead_letters"`
+	Done        *int64      `json:"done,omitempty"`
+	Throughput  *float64    `json:"throughput_per_second,omitempty"`
+	ETA         *float64    `json:"eta_seconds,omitempty"`
+	Share       *memberList `json:"share,omitempty"`
+}
+
+func printStatusWith(w io.Writer, st sources.Stats, p drainProgress, asJSON bool, members *memberList) error {
 	if asJSON {
-		return writeStatusJSON(w, st, nil)
+		out := statusJSON{Pending: st.Pending, AckPending: st.AckPending, Redelivered: st.Redelivered, Share: members}
+		if st.DeadLetters >= 0 {
+			out.DeadLetters = &st.DeadLetters
+		}
+		if st.Done >= 0 {
+			out.Done = &st.Done
+		}
+		if p.measured {
+			out.Throughput = &p.rate
+			if p.eta >= 0 {
+				eta := p.eta.Seconds()
+				out.ETA = &eta
+			}
+		}
+		return json.NewEncoder(w).Encode(out)
 	}
-	dead := "unknown"
+	dead, done := "unknown", "unknown"
 	if st.DeadLetters >= 0 {
 		dead = strconv.FormatInt(st.DeadLetters, 10)
 	}
-	_, err := fmt.Fprintf(w, "%-24s %10d\n%-24s %10d\n%-24s %10d\n%-24s %10s\n",
+	if st.Done >= 0 {
+		done = strconv.FormatInt(st.Done, 10)
+	}
+	_, err := fmt.Fprintf(w, "%-24s %10d\n%-24s %10d\n%-24s %10d\n%-24s %10s\n%-24s %10s\n",
 		"backlog (pending)", st.Pending,
 		"in flight (ack pending)", st.AckPending,
 		"redelivered", st.Redelivered,
-		"dead letters", dead)
-	return err
-}
-
-// writeStatusJSON writes one statusJSON object; members may be nil.
-func writeStatusJSON(w io.Writer, st sources.Stats, members *memberList) error {
-	out := statusJSON{Pending: st.Pending, AckPending: st.AckPending, Redelivered: st.Redelivered, Share: members}
-	if st.DeadLetters >= 0 {
-		out.DeadLetters = &st.DeadLetters
+		"dead letters", dead,
+		"done", done)
+	if err != nil || !p.measured {
+		return err
 	}
-	return json.NewEncoder(w).Encode(out)
+	eta := "unknown (not draining)"
+	switch {
+	case p.eta == 0:
+		eta = "0s (drained)"
+	case p.eta > 0:
+		eta = fmtDuration(p.eta)
+	}
+	_, err = fmt.Fprintf(w, "%-24s %10s\n%-24s %10s\n", "throughput", strconv.FormatFloat(p.rate, 'f', 1, 64)+"/s", "eta", eta)
+	return err
 }

@@ -55,7 +55,7 @@ stats as JSON. See docs/simulator.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config()
 			if err != nil {
-				return err
+				return usageError(err)
 			}
 			if f.logFile != "" {
 				lf, err := os.OpenFile(f.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

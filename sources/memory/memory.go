@@ -130,7 +130,8 @@ type entry struct {
 	due        time.Time // deliverable from (when not in flight) or ack deadline (in flight)
 	inFlight   bool
 	deliveries int
-	index      int // in Queue.ready; -1 once settled or dropped
+	index      int       // in Queue.ready; -1 once settled or dropped
+	at         time.Time // published
 }
 
 // NewQueue returns an empty queue.
@@ -193,6 +194,7 @@ func (q *Queue) Publish(ctx context.Context, m sources.Outgoing) error {
 		data:    append([]byte(nil), m.Data...),
 		headers: maps.Clone(m.Headers),
 		due:     now,
+		at:      now,
 	})
 	q.signal()
 	return nil
@@ -201,12 +203,17 @@ func (q *Queue) Publish(ctx context.Context, m sources.Outgoing) error {
 // Stats reports the queue's state: Pending counts messages never delivered,
 // AckPending messages delivered and not settled (in flight or naked),
 // Redelivered those of them delivered more than once, and DeadLetters the
-// messages terminated (the queue keeps no other dead-letter store).
+// messages terminated (the queue keeps no other dead-letter store). Done
+// counts the messages acked or terminated, and Oldest is when the oldest
+// unsettled message was published.
 func (q *Queue) Stats() sources.Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var st sources.Stats
 	for _, e := range q.ready {
+		if st.Oldest.IsZero() || e.at.Before(st.Oldest) {
+			st.Oldest = e.at
+		}
 		switch {
 		case e.deliveries == 0:
 			st.Pending++
@@ -218,8 +225,12 @@ func (q *Queue) Stats() sources.Stats {
 		}
 	}
 	for _, ev := range q.events {
-		if ev.Kind == EventTerm {
+		switch ev.Kind {
+		case EventTerm:
 			st.DeadLetters++
+			st.Done++
+		case EventAck:
+			st.Done++
 		}
 	}
 	return st

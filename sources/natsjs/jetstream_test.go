@@ -205,10 +205,16 @@ func TestDedupeAndStats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	before := time.Now()
 	st, err := s.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Oldest is job-1's publish time, a moment ago.
+	if st.Oldest.IsZero() || st.Oldest.After(before) || before.Sub(st.Oldest) > time.Minute {
+		t.Errorf("oldest %v, want job-1's publish time just before %v", st.Oldest, before)
+	}
+	st.Oldest = time.Time{}
 	if st != (sources.Stats{Pending: 4}) {
 		t.Errorf("stats after 4 publishes: %+v", st)
 	}
@@ -237,6 +243,7 @@ func TestDedupeAndStats(t *testing.T) {
 		if st, err = s.Stats(ctx); err != nil {
 			t.Fatal(err)
 		}
+		st.Oldest = time.Time{}
 		if st == want || time.Now().After(deadline) {
 			break
 		}
@@ -263,6 +270,19 @@ func TestDedupeAndStats(t *testing.T) {
 		t.Errorf("ids %v: want the stream sequence 4 for the message without id", ids)
 	}
 	_ = msgs[0].Ack(ctx)
+	// Every job acked: 4 done (the duplicate is no job), none left.
+	for {
+		if st, err = s.Stats(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if (st.Done == 4 && st.Oldest.IsZero() && st.Pending+st.AckPending == 0) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.Done != 4 || !st.Oldest.IsZero() || st.Pending+st.AckPending != 0 {
+		t.Errorf("stats after every ack: %+v, want 4 done and no oldest", st)
+	}
 }
 
 func TestSetupFalseNeedsConsumer(t *testing.T) {

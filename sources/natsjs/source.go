@@ -548,6 +548,19 @@ func (s *Source) Stats(ctx context.Context) (sources.Stats, error) {
 		AckPending:  int64(info.NumAckPending),
 		Redelivered: int64(info.NumRedelivered),
 		DeadLetters: -1,
+		Done:        -1,
+	}
+	// The job stream has work-queue retention: a job leaves it when it is
+	// acked or terminated. So the jobs done are the sequence numbers handed
+	// out minus the messages still held, and the first message held is
+	// the oldest unsettled job.
+	if jobs, err := s.js.Stream(ctx, s.cfg.Stream); err != nil {
+		return sources.Stats{}, fmt.Errorf("jetstream: stream info %s: %w", s.cfg.Stream, err)
+	} else if state := jobs.CachedInfo().State; state.LastSeq >= state.Msgs {
+		st.Done = int64(state.LastSeq - state.Msgs)
+		if state.Msgs > 0 {
+			st.Oldest = state.FirstTime
+		}
 	}
 	dead, err := s.js.Stream(ctx, s.cfg.DeadLetterStream)
 	switch {
