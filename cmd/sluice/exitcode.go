@@ -153,7 +153,11 @@ func (c *signalCatcher) stop() os.Signal {
 // subcommand as one.
 func applyConventions(root *cobra.Command) {
 	root.InitDefaultHelpCmd()
+	// The generated completion command takes its output writer when it is
+	// made; lazyOut sends its script wherever the root writes when it runs.
+	root.SetOut(lazyOut{root})
 	root.InitDefaultCompletionCmd()
+	root.SetOut(nil)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError(fmt.Errorf("%w%s", err, flagSuggestion(cmd, err)))
 	})
@@ -175,6 +179,11 @@ func applyConventions(root *cobra.Command) {
 	}
 	walk(root)
 }
+
+// lazyOut writes to its command's output writer of the moment.
+type lazyOut struct{ cmd *cobra.Command }
+
+func (l lazyOut) Write(p []byte) (int, error) { return l.cmd.OutOrStdout().Write(p) }
 
 // groupRun runs a command that only groups subcommands: alone it prints
 // its help; with an argument, that argument is an unknown subcommand.

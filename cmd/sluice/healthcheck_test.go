@@ -41,7 +41,7 @@ func TestHealthcheckCommand(t *testing.T) {
 		{[]string{"healthcheck", "--url", "ftp://127.0.0.1/healthz"}, 2},
 		{[]string{"healthcheck", "--url", "127.0.0.1:9464"}, 2},
 		{[]string{"healthcheck", "--url", srv.URL, "--timeout", "0s"}, 2},
-		{[]string{"healthcheck", "extra"}, 1},
+		{[]string{"healthcheck", "extra"}, 2},
 	}
 	for _, c := range cases {
 		if got := run(t.Context(), c.args); got != c.want {

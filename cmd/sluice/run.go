@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -81,16 +82,26 @@ wait).`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			go func() {
-				<-ctx.Done()
-				// From now on the default action applies: a second signal
-				// ends the process at once.
-				stop()
-				if cmd.Context().Err() == nil || stoppedBySignal(cmd.Context()) {
-					log.Info("shutting down; a second signal exits at once")
+			// The announcement of a shutdown by signal; it ends before the
+			// command returns, so nothing is logged after it.
+			finished := make(chan struct{})
+			var announced sync.WaitGroup
+			announced.Go(func() {
+				select {
+				case <-finished:
+				case <-ctx.Done():
+					// From now on the default action applies: a second
+					// signal ends the process at once.
+					stop()
+					if cmd.Context().Err() == nil || stoppedBySignal(cmd.Context()) {
+						log.Info("shutting down; a second signal exits at once")
+					}
 				}
-			}()
-			return runWorker(ctx, cfg, prometheus.NewRegistry(), log)
+			})
+			err = runWorker(ctx, cfg, prometheus.NewRegistry(), log)
+			close(finished)
+			announced.Wait()
+			return err
 		},
 	}
 	fl := cmd.Flags()

@@ -118,6 +118,7 @@ func TestSettlement(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSource(t, memory.Config{AckWait: 10 * time.Second, PollInterval: time.Minute})
 		ctx := t.Context()
+		published := time.Now()
 		for _, id := range []string{"ack", "nak", "term", "expire"} {
 			if err := s.Publish(ctx, sources.Outgoing{ID: id}); err != nil {
 				t.Fatal(err)
@@ -128,7 +129,7 @@ func TestSettlement(t *testing.T) {
 			t.Fatalf("got %d messages, want 4", len(msgs))
 		}
 		st, _ := s.Stats(ctx)
-		if st != (sources.Stats{AckPending: 4}) {
+		if st != (sources.Stats{AckPending: 4, Oldest: published}) {
 			t.Errorf("stats with 4 in flight: %+v", st)
 		}
 		byID := map[string]sources.Message{}
@@ -165,7 +166,8 @@ func TestSettlement(t *testing.T) {
 			t.Errorf("Ack of a superseded delivery: %v, want ErrStale", err)
 		}
 		st, _ = s.Stats(ctx)
-		if st != (sources.Stats{AckPending: 2, Redelivered: 2, DeadLetters: 1}) {
+		// ack and term are done; nak and expire, published first, wait.
+		if st != (sources.Stats{AckPending: 2, Redelivered: 2, DeadLetters: 1, Done: 2, Oldest: published}) {
 			t.Errorf("stats: %+v", st)
 		}
 
