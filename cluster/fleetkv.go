@@ -47,7 +47,8 @@ type FleetConfig struct {
 	Limiter limiter.Config
 	// Remember is how long the state is used after a worker last wrote
 	// it; older, a starting worker begins again at the initial rate.
-	// Default DefaultRemember.
+	// Default DefaultRemember; negative: never (every start begins at the
+	// initial rate).
 	Remember time.Duration
 	// Refresh is how often a running worker confirms the state (at most
 	// once per Refresh for the whole fleet). Default DefaultTTL/3.
@@ -92,9 +93,6 @@ type Fleet struct {
 func OpenFleet(ctx context.Context, js jetstream.JetStream, cfg FleetConfig, m *Membership, opts ...Option) (*Fleet, error) {
 	if err := cfg.Limiter.Validate(); err != nil {
 		return nil, err
-	}
-	if cfg.Remember < 0 {
-		return nil, fmt.Errorf("cluster: remember: must be >= 0, got %v", cfg.Remember)
 	}
 	cfg = cfg.withDefaults()
 	kv, err := openFleetBucket(ctx, js, FleetBucket(cfg.Bucket))

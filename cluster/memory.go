@@ -29,9 +29,6 @@ type Memory struct {
 // OpenMemory opens (or creates) the fleet bucket of cfg.Bucket and reads
 // the remembered state.
 func OpenMemory(ctx context.Context, js jetstream.JetStream, cfg FleetConfig, opts ...Option) (*Memory, error) {
-	if cfg.Remember < 0 {
-		return nil, fmt.Errorf("cluster: remember: must be >= 0, got %v", cfg.Remember)
-	}
 	cfg = cfg.withDefaults()
 	kv, err := openFleetBucket(ctx, js, FleetBucket(cfg.Bucket))
 	if err != nil {

@@ -40,22 +40,29 @@ type shareConfig struct {
 	// NATSURL is the coordination server; default: the JetStream source's
 	// own connection. Required with source.kind pubsub.
 	NATSURL string `yaml:"nats_url"`
+	// Remember is how long the fleet's rate is remembered in the bucket
+	// after the last worker ran on it; default 1h.
+	Remember limiterDuration `yaml:"remember"`
 }
 
 func defaultShareConfig() shareConfig {
-	return shareConfig{Mode: shareStatic, TTL: limiterDuration(cluster.DefaultTTL), Partitions: cluster.DefaultPartitions}
+	return shareConfig{Mode: shareStatic, TTL: limiterDuration(cluster.DefaultTTL), Partitions: cluster.DefaultPartitions,
+		Remember: limiterDuration(cluster.DefaultRemember)}
 }
 
 // validate checks the section against the rest of the config; every error
 // line is "limiter.share.field: message" or names the other field.
 func (s shareConfig) validate(c *config) error {
 	var errs []error
+	if s.Remember < 0 {
+		errs = append(errs, fmt.Errorf("limiter.share.remember: must be >= 0s, got %v", s.Remember))
+	}
 	switch s.Mode {
 	case shareStatic:
-		return nil
+		return errors.Join(errs...)
 	case shareMembers, shareLeases:
 	default:
-		return fmt.Errorf("limiter.share.mode: must be %q, %q or %q, got %q", shareStatic, shareMembers, shareLeases, s.Mode)
+		return errors.Join(append(errs, fmt.Errorf("limiter.share.mode: must be %q, %q or %q, got %q", shareStatic, shareMembers, shareLeases, s.Mode))...)
 	}
 	if c.Limiter.Instances != 1 {
 		errs = append(errs, fmt.Errorf("limiter.instances: must be 1 with limiter.share.mode %q (the count is live), got %d", s.Mode, c.Limiter.Instances))
@@ -104,14 +111,18 @@ func (s shareConfig) lib(target, id string) cluster.Config {
 }
 
 // shareRun is the live share of a running worker: its membership, its
-// leases in leases mode, and the limiter they feed. A nil *shareRun is
-// static mode: every method does nothing.
+// leases in leases mode, the fleet controller they run on, and the limiter
+// they feed; or, for a worker alone on an embedded server, the memory of
+// its rate. A nil *shareRun is static mode with nothing to remember: every
+// method does nothing.
 type shareRun struct {
-	mode string
-	m    *cluster.Membership
-	nc   *nats.Conn // a connection of our own (nats_url), closed by close
-	lim  atomic.Pointer[limiter.Limiter]
-	opts []cluster.Option
+	mode  string
+	m     *cluster.Membership // members and leases
+	fleet *cluster.Fleet      // members and leases
+	mem   *cluster.Memory     // static mode on the embedded server
+	nc    *nats.Conn          // a connection of our own (nats_url), closed by close
+	lim   atomic.Pointer[limiter.Limiter]
+	opts  []cluster.Option
 }
 
 // coordination returns the JetStream context to coordinate through: a
@@ -146,11 +157,17 @@ func redactURL(s string) string {
 }
 
 // joinShare joins the bucket for a worker about to start, in members or
-// leases mode; nil in static mode.
-func joinShare(ctx context.Context, cfg config, src sources.Source, reg prometheus.Registerer, log *slog.Logger) (*shareRun, error) {
+// leases mode, and opens the fleet state; in static mode on the embedded
+// server with one instance, it opens the memory of the rate; else nil.
+func joinShare(ctx context.Context, cfg config, lcfg limiter.Config, src sources.Source, reg prometheus.Registerer, log *slog.Logger) (*shareRun, error) {
 	sc := cfg.Limiter.Share
+	fcfg := cluster.FleetConfig{Bucket: sc.bucket(cfg.Target.BaseURL), Limiter: lcfg,
+		Remember: time.Duration(sc.Remember), Refresh: time.Duration(sc.TTL) / 3}
+	if fcfg.Remember == 0 {
+		fcfg.Remember = -1 // remember: 0s remembers nothing
+	}
 	if sc.Mode == shareStatic || sc.Mode == "" {
-		return nil, nil
+		return rememberAlone(ctx, cfg, fcfg, src, log)
 	}
 	js, nc, err := sc.coordination(src)
 	if err != nil {
@@ -170,6 +187,11 @@ func joinShare(ctx context.Context, cfg config, src sources.Source, reg promethe
 			return l.Rate()
 		}
 		return 0 // not started: no rate to report yet
+	}), cluster.WithLastWait(func() time.Time {
+		if l := r.lim.Load(); l != nil {
+			return l.LastWait()
+		}
+		return time.Time{}
 	}))
 	if sc.Mode == shareMembers {
 		mopts = append(mopts, cluster.WithInstanceCount(func(n int) {
@@ -186,18 +208,41 @@ func joinShare(ctx context.Context, cfg config, src sources.Source, reg promethe
 		return nil, fmt.Errorf("limiter.share: %w", err)
 	}
 	r.m = m
+	if r.fleet, err = cluster.OpenFleet(ctx, js, fcfg, m, r.opts...); err != nil {
+		r.close()
+		return nil, fmt.Errorf("limiter.share: %w", err)
+	}
 	return r, nil
 }
 
-// limiterConfig starts the limiter where the others are: at the budget the
-// live members found (as the initial rate, within min and max), and in
-// members mode at 1/N of it.
-func (r *shareRun) limiterConfig(c limiter.Config) limiter.Config {
-	if r == nil {
-		return c
+// rememberAlone opens the memory of the rate for a worker alone (one
+// instance) on the embedded JetStream server; nil otherwise.
+func rememberAlone(ctx context.Context, cfg config, fcfg cluster.FleetConfig, src sources.Source, log *slog.Logger) (*shareRun, error) {
+	js, ok := src.(*natsjs.Source)
+	if !ok || cfg.Source.Kind != sourceJetStream || cfg.Source.JetStream.URL != natsjs.Embedded || cfg.Limiter.Instances != 1 {
+		return nil, nil
 	}
-	if b, ok := r.m.Budget(); ok && !math.IsNaN(b) {
-		c.InitialUnitsPerMinute = min(max(b, c.MinUnitsPerMinute), c.MaxUnitsPerMinute)
+	mem, err := cluster.OpenMemory(ctx, js.JetStream(), fcfg, cluster.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("limiter.share.remember: %w", err)
+	}
+	return &shareRun{mode: shareStatic, mem: mem}, nil
+}
+
+// limiterConfig starts the limiter where the fleet is (its remembered or
+// current rate, within min and max), and in members mode at 1/N of it.
+func (r *shareRun) limiterConfig(c limiter.Config) limiter.Config {
+	rate, ok := 0.0, false
+	switch {
+	case r == nil:
+		return c
+	case r.fleet != nil:
+		rate, ok = r.fleet.State().Rate, true
+	case r.mem != nil:
+		rate, ok = r.mem.Remembered(time.Now())
+	}
+	if ok && !math.IsNaN(rate) {
+		c.InitialUnitsPerMinute = min(max(rate, c.MinUnitsPerMinute), c.MaxUnitsPerMinute)
 	}
 	if r.mode == shareMembers {
 		c.Instances = r.m.Count()
@@ -205,31 +250,47 @@ func (r *shareRun) limiterConfig(c limiter.Config) limiter.Config {
 	return c
 }
 
+// limiterOptions are the options the fleet needs of the limiter: its
+// throttles are reported to the fleet.
+func (r *shareRun) limiterOptions() []limiter.Option {
+	if r == nil || r.fleet == nil {
+		return nil
+	}
+	return []limiter.Option{limiter.WithThrottleHook(r.fleet.Report)}
+}
+
 // start hands the limiter to the membership and, in leases mode, acquires
-// the first leases; the returned function runs the share until ctx ends.
+// the first leases; the returned function runs the share, the fleet
+// controller (or the memory of the rate) until ctx ends.
 func (r *shareRun) start(ctx context.Context, lim *limiter.Limiter, log *slog.Logger) (func(context.Context) error, error) {
 	if r == nil {
 		return func(context.Context) error { return nil }, nil
 	}
 	r.lim.Store(lim)
+	if r.mem != nil {
+		return func(ctx context.Context) error { return r.mem.Run(ctx, lim.Adapt) }, nil
+	}
+	runs := []func(context.Context) error{r.m.Run, func(ctx context.Context) error { return r.fleet.Run(ctx, lim) }}
 	if r.mode == shareMembers {
 		if err := lim.SetInstanceCount(r.m.Count()); err != nil {
 			return nil, fmt.Errorf("limiter.share: %w", err)
 		}
-		return r.m.Run, nil
-	}
-	l, err := cluster.NewLeases(ctx, r.m, append(r.opts, cluster.WithShare(func(s float64) {
-		if err := lim.SetShare(s); err != nil {
-			log.Warn("limiter.share: share not applied", "share", s, "err", err)
+	} else {
+		l, err := cluster.NewLeases(ctx, r.m, append(r.opts, cluster.WithShare(func(s float64) {
+			if err := lim.SetShare(s); err != nil {
+				log.Warn("limiter.share: share not applied", "share", s, "err", err)
+			}
+		}))...)
+		if err != nil {
+			return nil, fmt.Errorf("limiter.share: %w", err)
 		}
-	}))...)
-	if err != nil {
-		return nil, fmt.Errorf("limiter.share: %w", err)
+		runs = append(runs, l.Run)
 	}
 	return func(ctx context.Context) error {
 		g, gctx := errgroup.WithContext(ctx)
-		g.Go(func() error { return r.m.Run(gctx) })
-		g.Go(func() error { return l.Run(gctx) })
+		for _, run := range runs {
+			g.Go(func() error { return run(gctx) })
+		}
 		return g.Wait()
 	}, nil
 }

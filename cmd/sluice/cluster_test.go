@@ -11,7 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/limiter"
 )
 
 func TestShareConfigErrors(t *testing.T) {
@@ -26,6 +31,7 @@ func TestShareConfigErrors(t *testing.T) {
 		{"pubsub", "source:\n  kind: pubsub\n  pubsub:\n    project: p\n    subscription: subs\nlimiter:\n  share:\n    mode: members\n",
 			`config: limiter.share.nats_url: required with source.kind "pubsub" (a NATS server to coordinate through) (line 9)`},
 		{"url", "limiter:\n  share:\n    mode: members\n    nats_url: '::'\n", `config: limiter.share.nats_url: must be a URL such as nats://127.0.0.1:4222 (line 6)`},
+		{"remember", "limiter:\n  share:\n    remember: -1s\n", `config: limiter.share.remember: must be >= 0s, got -1s`},
 	} {
 		_, err := parseConfig([]byte(minimalConfig+c.yaml), envOf(nil))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -165,4 +171,44 @@ func TestRunShare(t *testing.T) {
 func withID(cfg config, id string) config {
 	cfg.Worker.ID = id
 	return cfg
+}
+
+// A worker in members mode starts at the fleet's remembered rate when it
+// is younger than limiter.share.remember, and at the initial rate when
+// remember is 0s.
+func TestRunShareRemembers(t *testing.T) {
+	natsURL := startNATS(t)
+	cfg := e2eConfig(t, natsURL, "http://127.0.0.1:1/")
+	cfg.Limiter.Enabled = true
+	cfg.Limiter.InitialUnitsPerMinute = 1200
+	cfg.Limiter.Share = shareConfig{Mode: shareMembers, TTL: limiterDuration(3 * time.Second), Remember: limiterDuration(time.Hour)}
+	mustValid(t, cfg)
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: cluster.FleetBucket(cfg.Limiter.Share.bucket(cfg.Target.BaseURL))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(cluster.FleetState{Adapt: limiter.Adapt{Rate: 4800, Throttled: true}, Seen: time.Now().Add(-10 * time.Minute)})
+	if _, err := kv.Put(t.Context(), "fleet", data); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	a := startRunReg(t, withID(cfg, "a"), nil, reg)
+	eventuallyTrue(t, "the remembered 4800 units/min", func() bool {
+		return math.Abs(gaugeValue(t, reg, "sluice_limiter_rate_units_per_minute")-4800) < 1e-6 &&
+			gaugeValue(t, reg, "sluice_cluster_fleet_rate") == 4800
+	})
+	a.stop(t)
+	cfg.Limiter.Share.Remember = 0
+	reg = prometheus.NewRegistry()
+	b := startRunReg(t, withID(cfg, "b"), nil, reg)
+	eventuallyTrue(t, "the initial 1200 units/min", func() bool {
+		return math.Abs(gaugeValue(t, reg, "sluice_limiter_rate_units_per_minute")-1200) < 1e-6
+	})
+	b.stop(t)
 }

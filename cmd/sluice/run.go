@@ -174,12 +174,13 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 	if err != nil {
 		return err
 	}
-	share, err := joinShare(ctx, cfg, src, reg, log) // limiter.share: nil when static
+	share, err := joinShare(ctx, cfg, lcfg, src, reg, log) // limiter.share: nil when static with nothing to remember
 	if err != nil {
 		return err
 	}
 	defer share.close()
-	lim, err := limiter.New(share.limiterConfig(lcfg), limiter.WithMetrics(limiter.NewMetrics(reg)), limiter.WithLogger(log))
+	lopts := append(share.limiterOptions(), limiter.WithMetrics(limiter.NewMetrics(reg)), limiter.WithLogger(log))
+	lim, err := limiter.New(share.limiterConfig(lcfg), lopts...)
 	if err != nil {
 		return err
 	}
