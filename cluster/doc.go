@@ -64,13 +64,13 @@
 //
 // A Fleet (OpenFleet, Run) makes all workers of a budget run on one
 // adaptive rate instead of N controllers of their own. Its state
-// (FleetState: the limiter's limiter.Adapt for the whole budget, that is
+// (limiter.FleetState: the limiter's limiter.Adapt for the whole budget, that is
 // the rate, the last cut, the increase clock, CUBIC's w_max, epoch and K;
 // the fleet's pause; and when a worker last wrote it) is the key "fleet" of
 // the bucket FleetBucket(Config.Bucket), which has no max age so that the
 // rate outlives the workers. Every change is a compare-and-set on the key's
 // revision: a worker reads the state, applies the limiter's own rules
-// (limiter.Rules for the whole budget) to it, and writes it only if nobody
+// (limiter.FleetRules, over limiter.Rules for the whole budget) to it, and writes it only if nobody
 // wrote meanwhile; otherwise it reads again and decides again. So the
 // decisions of many workers are taken one after the other on the latest
 // state and never compound.

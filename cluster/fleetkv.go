@@ -57,7 +57,7 @@ type FleetConfig struct {
 
 func (c FleetConfig) withDefaults() FleetConfig {
 	if c.Remember == 0 {
-		c.Remember = DefaultRemember
+		c.Remember = limiter.DefaultRemember
 	}
 	if c.Refresh == 0 {
 		c.Refresh = DefaultTTL / 3
@@ -66,18 +66,18 @@ func (c FleetConfig) withDefaults() FleetConfig {
 }
 
 // Fleet runs one adaptive rate for all the workers that share a budget: the
-// limiter's rules applied to a FleetState in the fleet bucket, written only
+// limiter's rules applied to a limiter.FleetState in the fleet bucket, written only
 // with compare-and-set on the key's revision, so that concurrent decisions
 // of many workers never compound. See the package documentation.
 type Fleet struct {
 	kv    jetstream.KeyValue
 	cfg   FleetConfig
-	rules fleetRules
+	rules limiter.FleetRules
 	m     *Membership // heartbeats saying when the others waited; nil for none
 	set   settings
 
 	mu         sync.Mutex
-	state      FleetState
+	state      limiter.FleetState
 	rev        uint64 // the state's revision in the bucket; 0 if absent
 	online     bool
 	lim        Limiter
@@ -100,12 +100,12 @@ func OpenFleet(ctx context.Context, js jetstream.JetStream, cfg FleetConfig, m *
 		return nil, err
 	}
 	f := &Fleet{kv: kv, cfg: cfg, m: m, set: newSettings(opts), online: true, kick: make(chan struct{}, 1),
-		rules: newFleetRules(cfg.Limiter, cfg.Remember, cfg.Refresh)}
+		rules: limiter.NewFleetRules(cfg.Limiter, cfg.Remember, cfg.Refresh)}
 	if err := f.reload(ctx); err != nil {
 		return nil, err
 	}
 	remembered := f.rev != 0 && time.Since(f.state.Seen) < cfg.Remember
-	err = f.update(ctx, func(s FleetState) (FleetState, bool) { return f.rules.resume(s, time.Now()) })
+	err = f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) { return f.rules.Resume(s, time.Now()) })
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func openFleetBucket(ctx context.Context, js jetstream.JetStream, name string) (
 }
 
 // State returns the fleet state as this worker last saw it.
-func (f *Fleet) State() FleetState {
+func (f *Fleet) State() limiter.FleetState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.state
@@ -239,10 +239,10 @@ func (f *Fleet) step(ctx context.Context, now time.Time, tick bool) {
 	lim := f.lim
 	f.mu.Unlock()
 	if has {
-		err := f.update(ctx, func(s FleetState) (FleetState, bool) {
-			ns, changed, _ := f.rules.throttle(s, r)
+		err := f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) {
+			ns, changed, _ := f.rules.Throttle(s, r)
 			return ns, changed
-		}, func(before, after FleetState) {
+		}, func(before, after limiter.FleetState) {
 			if after.LastCut.After(before.LastCut) || !before.Throttled && after.Throttled {
 				f.set.metrics.fleetCut()
 				f.set.log.Info("cluster: fleet rate cut", "from", before.Rate, "to", after.Rate)
@@ -257,10 +257,10 @@ func (f *Fleet) step(ctx context.Context, now time.Time, tick bool) {
 		return
 	}
 	wait := f.lastWait(lim)
-	if f.update(ctx, func(s FleetState) (FleetState, bool) { return f.rules.raise(s, now, wait) }) != nil {
+	if f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) { return f.rules.Raise(s, now, wait) }) != nil {
 		return
 	}
-	_ = f.update(ctx, func(s FleetState) (FleetState, bool) { return f.rules.touch(s, now) })
+	_ = f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) { return f.rules.Touch(s, now) })
 }
 
 // requeue puts back a throttle that could not be applied.
@@ -296,7 +296,7 @@ func (f *Fleet) lastWait(lim Limiter) time.Time {
 // a conflict takes the worker offline.
 // done, if given, is called with the state before and after a successful
 // write.
-func (f *Fleet) update(ctx context.Context, fn func(FleetState) (FleetState, bool), done ...func(before, after FleetState)) error {
+func (f *Fleet) update(ctx context.Context, fn func(limiter.FleetState) (limiter.FleetState, bool), done ...func(before, after limiter.FleetState)) error {
 	for range maxConflicts {
 		f.mu.Lock()
 		s, rev := f.state, f.rev
@@ -366,7 +366,7 @@ func (f *Fleet) reload(ctx context.Context) error {
 // observe takes a state read (force) or watched at revision rev, if it is
 // newer than the one held or read.
 func (f *Fleet) observe(data []byte, rev uint64, force bool) {
-	var s FleetState
+	var s limiter.FleetState
 	if err := json.Unmarshal(data, &s); err != nil {
 		f.set.log.Warn("cluster: fleet state unreadable; it is replaced at the next write", "err", err)
 		f.mu.Lock()
@@ -382,7 +382,7 @@ func (f *Fleet) observe(data []byte, rev uint64, force bool) {
 // apply makes s at revision rev the state, if rev is newer or force (a
 // state read from the bucket, which may have been created again), and has
 // the limiter follow it while online.
-func (f *Fleet) apply(s FleetState, rev uint64, force bool) {
+func (f *Fleet) apply(s limiter.FleetState, rev uint64, force bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if rev <= f.rev && !force {
@@ -423,4 +423,11 @@ func (f *Fleet) rejoin() {
 		f.lim.Follow(f.state.Adapt, f.state.PausedUntil)
 	}
 	f.set.log.Info("cluster: fleet state reachable again; following the fleet", "bucket", FleetBucket(f.cfg.Bucket), "rate", f.state.Rate)
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -202,7 +202,7 @@ func TestFleetRemember(t *testing.T) {
 	}
 	store := func(age time.Duration) {
 		t.Helper()
-		s := FleetState{Adapt: limiter.Adapt{Rate: 5000, Throttled: true}, Seen: time.Now().Add(-age)}
+		s := limiter.FleetState{Adapt: limiter.Adapt{Rate: 5000, Throttled: true}, Seen: time.Now().Add(-age)}
 		data, _ := json.Marshal(s)
 		if _, err := kv.Put(t.Context(), fleetKey, data); err != nil {
 			t.Fatal(err)
@@ -230,7 +230,7 @@ func TestFleetRemember(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var s FleetState
+			var s limiter.FleetState
 			_ = json.Unmarshal(e.Value(), &s)
 			if s.Rate != 600 || time.Since(s.Seen) > time.Minute {
 				t.Errorf("stored after a stale start: %+v, want a new state at 600", s)

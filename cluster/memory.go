@@ -22,7 +22,7 @@ type Memory struct {
 	kv    jetstream.KeyValue
 	cfg   FleetConfig
 	log   *slog.Logger
-	state FleetState
+	state limiter.FleetState
 	found bool
 }
 
@@ -83,7 +83,7 @@ func (m *Memory) Run(ctx context.Context, state func() limiter.Adapt) error {
 }
 
 func (m *Memory) write(ctx context.Context, a limiter.Adapt, now time.Time) error {
-	data, err := json.Marshal(FleetState{Adapt: a, Seen: now})
+	data, err := json.Marshal(limiter.FleetState{Adapt: a, Seen: now})
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ type shareConfig struct {
 
 func defaultShareConfig() shareConfig {
 	return shareConfig{Mode: shareStatic, TTL: limiterDuration(cluster.DefaultTTL), Partitions: cluster.DefaultPartitions,
-		Remember: limiterDuration(cluster.DefaultRemember)}
+		Remember: limiterDuration(limiter.DefaultRemember)}
 }
 
 // validate checks the section against the rest of the config; every error

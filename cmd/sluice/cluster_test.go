@@ -193,7 +193,7 @@ func TestRunShareRemembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := json.Marshal(cluster.FleetState{Adapt: limiter.Adapt{Rate: 4800, Throttled: true}, Seen: time.Now().Add(-10 * time.Minute)})
+	data, _ := json.Marshal(limiter.FleetState{Adapt: limiter.Adapt{Rate: 4800, Throttled: true}, Seen: time.Now().Add(-10 * time.Minute)})
 	if _, err := kv.Put(t.Context(), "fleet", data); err != nil {
 		t.Fatal(err)
 	}

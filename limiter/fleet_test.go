@@ -1,11 +1,9 @@
-package cluster
+package limiter
 
 import (
 	"math"
 	"testing"
 	"time"
-
-	"github.com/sluicehq/sluice/limiter"
 )
 
 var ft0 = time.Unix(1_800_000_000, 0)
@@ -13,20 +11,20 @@ var ft0 = time.Unix(1_800_000_000, 0)
 // fat returns the instant s seconds after ft0.
 func fat(s float64) time.Time { return ft0.Add(time.Duration(math.Round(s * 1e9))) }
 
-func testRules(t *testing.T, mod func(*limiter.Config)) fleetRules {
+func testRules(t *testing.T, mod func(*Config)) FleetRules {
 	t.Helper()
-	cfg := limiter.DefaultConfig()
+	cfg := DefaultConfig()
 	if mod != nil {
 		mod(&cfg)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return newFleetRules(cfg, time.Hour, 5*time.Second)
+	return NewFleetRules(cfg, time.Hour, 5*time.Second)
 }
 
-func report(at, sent float64, ra time.Duration) limiter.ThrottleReport {
-	return limiter.ThrottleReport{At: fat(at), Sent: fat(sent), RetryAfter: ra, Measured: -1, Part: limiter.Part{Share: 0.05, Instances: 20}}
+func report(at, sent float64, ra time.Duration) ThrottleReport {
+	return ThrottleReport{At: fat(at), Sent: fat(sent), RetryAfter: ra, Measured: -1, Part: Part{Share: 0.05, Instances: 20}}
 }
 
 // The fleet's throttle rule, step by step: a burst seen by many workers
@@ -34,9 +32,9 @@ func report(at, sent float64, ra time.Duration) limiter.ThrottleReport {
 // fleet.
 func TestFleetRulesThrottle(t *testing.T) {
 	f := testRules(t, nil)
-	s := f.start(fat(0))
+	s := f.Start(fat(0))
 	steps := []struct {
-		r       limiter.ThrottleReport
+		r       ThrottleReport
 		changed bool
 		cut     bool
 		rate    float64
@@ -51,7 +49,7 @@ func TestFleetRulesThrottle(t *testing.T) {
 		{report(17, 16.5, 0), true, false, 294, 46},
 	}
 	for i, st := range steps {
-		ns, changed, cut := f.throttle(s, st.r)
+		ns, changed, cut := f.Throttle(s, st.r)
 		if changed != st.changed || cut != st.cut || math.Abs(ns.Rate-st.rate) > 1e-9 {
 			t.Fatalf("step %d: changed %v cut %v rate %v, want %v %v %v", i, changed, cut, ns.Rate, st.changed, st.cut, st.rate)
 		}
@@ -69,10 +67,10 @@ func TestFleetRulesThrottle(t *testing.T) {
 // latest state (as compare-and-set makes them): one cut.
 func TestFleetRulesBurstOneCut(t *testing.T) {
 	f := testRules(t, nil)
-	s := f.start(fat(0))
+	s := f.Start(fat(0))
 	cuts := 0
 	for w := range 20 {
-		ns, _, cut := f.throttle(s, report(30+float64(w)*0.01, 29.9, time.Second))
+		ns, _, cut := f.Throttle(s, report(30+float64(w)*0.01, 29.9, time.Second))
 		if cut {
 			cuts++
 		}
@@ -86,11 +84,11 @@ func TestFleetRulesBurstOneCut(t *testing.T) {
 // CUBIC's measured rate is the reporting worker's, for its share: the
 // fleet cuts from the fleet's send rate.
 func TestFleetRulesCUBICMeasured(t *testing.T) {
-	f := testRules(t, func(c *limiter.Config) { c.Controller = limiter.ControllerCUBIC; c.InitialUnitsPerMinute = 3000 })
-	s := f.start(fat(0))
+	f := testRules(t, func(c *Config) { c.Controller = ControllerCUBIC; c.InitialUnitsPerMinute = 3000 })
+	s := f.Start(fat(0))
 	r := report(20, 19, 0)
 	r.Measured = 100 // 1/20 of the budget: the fleet sent 2000
-	ns, _, cut := f.throttle(s, r)
+	ns, _, cut := f.Throttle(s, r)
 	if !cut || ns.WMax != 2000 || math.Abs(ns.Rate-1400) > 1e-9 {
 		t.Fatalf("cut %v w_max %v rate %v; want w_max 2000, rate 1400", cut, ns.WMax, ns.Rate)
 	}
@@ -101,8 +99,8 @@ func TestFleetRulesCUBICMeasured(t *testing.T) {
 // the fleet's pause.
 func TestFleetRulesRaise(t *testing.T) {
 	f := testRules(t, nil)
-	s := f.start(fat(0))
-	s, _, _ = f.throttle(s, report(5, 4, 3*time.Second)) // clock at 5, paused to 8, rate 420
+	s := f.Start(fat(0))
+	s, _, _ = f.Throttle(s, report(5, 4, 3*time.Second)) // clock at 5, paused to 8, rate 420
 	steps := []struct {
 		at, waited float64 // waited: the latest wait any worker reported
 		raised     bool
@@ -122,7 +120,7 @@ func TestFleetRulesRaise(t *testing.T) {
 		if st.waited > 0 {
 			w = fat(st.waited)
 		}
-		ns, raised := f.raise(s, fat(st.at), w)
+		ns, raised := f.Raise(s, fat(st.at), w)
 		if raised != st.raised || math.Abs(ns.Rate-st.rate) > 1e-9 {
 			t.Fatalf("step %d at %v: raised %v rate %v, want %v %v", i, st.at, raised, ns.Rate, st.raised, st.rate)
 		}
@@ -134,10 +132,10 @@ func TestFleetRulesRaise(t *testing.T) {
 // starts again at the initial rate; touch keeps it young once per refresh.
 func TestFleetRulesRemember(t *testing.T) {
 	f := testRules(t, nil)
-	if s, changed := f.resume(FleetState{}, fat(0)); !changed || s.Rate != 600 || !s.Seen.Equal(fat(0)) {
+	if s, changed := f.Resume(FleetState{}, fat(0)); !changed || s.Rate != 600 || !s.Seen.Equal(fat(0)) {
 		t.Fatalf("no state: %+v %v, want a new one at 600", s, changed)
 	}
-	stored := FleetState{Adapt: limiter.Adapt{Rate: 5000, Throttled: true}, Seen: fat(0)}
+	stored := FleetState{Adapt: Adapt{Rate: 5000, Throttled: true}, Seen: fat(0)}
 	for _, c := range []struct {
 		age     time.Duration
 		rate    float64
@@ -148,16 +146,16 @@ func TestFleetRulesRemember(t *testing.T) {
 		{time.Hour, 600, true},
 		{48 * time.Hour, 600, true},
 	} {
-		s, changed := f.resume(stored, fat(c.age.Seconds()))
+		s, changed := f.Resume(stored, fat(c.age.Seconds()))
 		if s.Rate != c.rate || changed != c.changed {
 			t.Errorf("age %v: rate %v changed %v, want %v %v", c.age, s.Rate, changed, c.rate, c.changed)
 		}
 	}
-	s := f.start(fat(0))
-	if _, ok := f.touch(s, fat(4.9)); ok {
+	s := f.Start(fat(0))
+	if _, ok := f.Touch(s, fat(4.9)); ok {
 		t.Error("touched before refresh")
 	}
-	if ns, ok := f.touch(s, fat(5)); !ok || !ns.Seen.Equal(fat(5)) {
+	if ns, ok := f.Touch(s, fat(5)); !ok || !ns.Seen.Equal(fat(5)) {
 		t.Error("not touched after refresh")
 	}
 }

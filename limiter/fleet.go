@@ -1,20 +1,17 @@
-package cluster
+package limiter
 
-import (
-	"time"
+import "time"
 
-	"github.com/sluicehq/sluice/limiter"
-)
-
-// DefaultRemember is how long a fleet's rate is remembered after the last
-// worker that ran on it (limiter.share.remember).
+// DefaultRemember is how long a fleet's rate is remembered after an
+// instance last wrote it (limiter.share.remember).
 const DefaultRemember = time.Hour
 
-// FleetState is the fleet controller's state, the value of the fleet key:
-// the limiter's rate rules (limiter.Adapt) for the whole budget, the
-// fleet-wide pause, and when a live worker last wrote it.
+// FleetState is the state of a fleet controller: one Adapt for the whole
+// budget that many instances follow (Core.Follow), the fleet-wide pause,
+// and when an instance last wrote it. Package cluster keeps it in NATS KV;
+// the simulator keeps one in memory.
 type FleetState struct {
-	limiter.Adapt
+	Adapt
 	// PausedUntil is the end of the fleet's Retry-After pause: every
 	// worker pauses until then.
 	PausedUntil time.Time `json:"paused_until"`
@@ -24,39 +21,43 @@ type FleetState struct {
 	Seen time.Time `json:"seen"`
 }
 
-// fleetRules decides the fleet's state. It is pure: every method takes the
-// time and the facts, and returns the new state and whether it changed
-// (and must be written).
-type fleetRules struct {
-	cfg      limiter.Config // the budget's limiter options
-	rules    limiter.Rules  // the limiter's rules for the whole budget
-	remember time.Duration  // how long a state is remembered
-	refresh  time.Duration  // how often a live worker confirms the state
+// FleetRules decides a fleet's state with the Rules of the whole budget,
+// as docs/limiter.md ("Fleet") states them. It is pure: every method takes
+// the time and the facts, and returns the new state and whether it
+// changed (and must be written).
+type FleetRules struct {
+	cfg      Config        // the budget's limiter options
+	rules    Rules         // the limiter's rules for the whole budget
+	remember time.Duration // how long a state is remembered
+	refresh  time.Duration // how often a live worker confirms the state
 }
 
-func newFleetRules(cfg limiter.Config, remember, refresh time.Duration) fleetRules {
-	return fleetRules{cfg: cfg, rules: limiter.NewRules(cfg, limiter.Whole), remember: remember, refresh: refresh}
+// NewFleetRules returns the FleetRules of a validated cfg: a state is
+// remembered for remember after it was last written (never if remember
+// is not positive), and confirmed once per refresh.
+func NewFleetRules(cfg Config, remember, refresh time.Duration) FleetRules {
+	return FleetRules{cfg: cfg, rules: NewRules(cfg, Whole), remember: remember, refresh: refresh}
 }
 
-// start is a new fleet's state at now: the initial rate, as a Core starts.
-func (f *fleetRules) start(now time.Time) FleetState {
+// Start is a new fleet's state at now: the initial rate, as a Core starts.
+func (f *FleetRules) Start(now time.Time) FleetState {
 	return FleetState{Adapt: f.rules.Start(now), Seen: now}
 }
 
-// resume returns the state a worker starting at now runs on: the stored
+// Resume returns the state a worker starting at now runs on: the stored
 // one if a worker wrote it less than remember ago, else (none stored: the
 // zero state) a new state at the initial rate, which must be written
 // (changed).
-func (f *fleetRules) resume(s FleetState, now time.Time) (FleetState, bool) {
+func (f *FleetRules) Resume(s FleetState, now time.Time) (FleetState, bool) {
 	if !s.Seen.IsZero() && now.Sub(s.Seen) < f.remember {
 		s.Rate = f.rules.Clamp(s.Rate)
 		return s, false
 	}
-	return f.start(now), true
+	return f.Start(now), true
 }
 
-// throttle applies a throttle that a worker observed (r): the limiter's
-// throttle rule for the whole budget, at r.At or at the latest time the
+// Throttle applies a throttle that a worker observed (r): the limiter's
+// Throttle rule for the whole budget, at r.At or at the latest time the
 // state has seen if that is later. The increase clock restarts; the rate is
 // cut if this is the fleet's first throttle, or if decrease_cooldown has
 // passed since the fleet's last cut and the request was sent after it, so
@@ -65,7 +66,7 @@ func (f *fleetRules) resume(s FleetState, now time.Time) (FleetState, bool) {
 // It returns the new state, whether it changed (a throttle that neither
 // cuts, nor moves the increase clock, nor extends the pause changes
 // nothing) and whether the rate was cut.
-func (f *fleetRules) throttle(s FleetState, r limiter.ThrottleReport) (ns FleetState, changed, cut bool) {
+func (f *FleetRules) Throttle(s FleetState, r ThrottleReport) (ns FleetState, changed, cut bool) {
 	now := latest(r.At, s.Seen)
 	measured := -1.0
 	if share := r.Part.Of(1); r.Measured >= 0 && share > 0 {
@@ -83,12 +84,12 @@ func (f *fleetRules) throttle(s FleetState, r limiter.ThrottleReport) (ns FleetS
 	return ns, true, cut
 }
 
-// raise applies the limiter's raise rule to the fleet at now, at most once
+// Raise applies the limiter's raise rule to the fleet at now, at most once
 // per aimd.increase_interval on the fleet's increase clock (for CUBIC as
 // well), outside the fleet's pause, and only if some worker's requests
 // waited (lastWait, the latest wait any worker reported) since the clock
 // restarted. It reports whether the rate rose.
-func (f *fleetRules) raise(s FleetState, now, lastWait time.Time) (FleetState, bool) {
+func (f *FleetRules) Raise(s FleetState, now, lastWait time.Time) (FleetState, bool) {
 	now = latest(now, s.Seen)
 	if now.Before(s.PausedUntil) || now.Sub(s.IncClock) < f.cfg.AIMD.IncreaseInterval {
 		return s, false
@@ -100,9 +101,9 @@ func (f *fleetRules) raise(s FleetState, now, lastWait time.Time) (FleetState, b
 	return s, true
 }
 
-// touch confirms the state at now, once per refresh, so that it stays
+// Touch confirms the state at now, once per refresh, so that it stays
 // remembered while the fleet runs on it.
-func (f *fleetRules) touch(s FleetState, now time.Time) (FleetState, bool) {
+func (f *FleetRules) Touch(s FleetState, now time.Time) (FleetState, bool) {
 	if now.Sub(s.Seen) < f.refresh {
 		return s, false
 	}
