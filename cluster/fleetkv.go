@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -24,6 +25,8 @@ type Limiter interface {
 	Lead()
 	// LastWait returns when a request last had to wait.
 	LastWait() time.Time
+	// Part returns the limiter's part of the budget.
+	Part() limiter.Part
 }
 
 var _ Limiter = (*limiter.Limiter)(nil)
@@ -81,6 +84,7 @@ type Fleet struct {
 	rev        uint64 // the state's revision in the bucket; 0 if absent
 	online     bool
 	lim        Limiter
+	phase      float64                // this worker's phase in [0, 1) at the end of a fleet pause
 	pending    limiter.ThrottleReport // throttles not yet applied, coalesced
 	hasPending bool
 	kick       chan struct{}
@@ -99,7 +103,7 @@ func OpenFleet(ctx context.Context, js jetstream.JetStream, cfg FleetConfig, m *
 	if err != nil {
 		return nil, err
 	}
-	f := &Fleet{kv: kv, cfg: cfg, m: m, set: newSettings(opts), online: true, kick: make(chan struct{}, 1),
+	f := &Fleet{kv: kv, cfg: cfg, m: m, set: newSettings(opts), online: true, kick: make(chan struct{}, 1), phase: rand.Float64(),
 		rules: limiter.NewFleetRules(cfg.Limiter, cfg.Remember, cfg.Refresh)}
 	if err := f.reload(ctx); err != nil {
 		return nil, err
@@ -214,10 +218,16 @@ func (f *Fleet) attach(lim Limiter) {
 	f.lim = lim
 	f.set.metrics.setFleet(f.state.Rate, f.online)
 	if f.online {
-		lim.Follow(f.state.Adapt, f.state.PausedUntil)
+		f.followLocked()
 	} else {
 		lim.Lead()
 	}
+}
+
+// followLocked makes the limiter follow the state, ending the fleet's
+// pause at this worker's phase (limiter.FleetRules.PauseEnd).
+func (f *Fleet) followLocked() {
+	f.lim.Follow(f.state.Adapt, f.rules.PauseEnd(f.state, f.lim.Part(), f.phase))
 }
 
 // fleetTick is how often Run looks for a raise, a confirmation due, or
@@ -391,7 +401,7 @@ func (f *Fleet) apply(s limiter.FleetState, rev uint64, force bool) {
 	f.state, f.rev = s, rev
 	f.set.metrics.setFleet(s.Rate, f.online)
 	if f.online && f.lim != nil {
-		f.lim.Follow(s.Adapt, s.PausedUntil)
+		f.followLocked()
 	}
 }
 
@@ -420,7 +430,7 @@ func (f *Fleet) rejoin() {
 	f.online = true
 	f.set.metrics.setFleet(f.state.Rate, true)
 	if f.lim != nil {
-		f.lim.Follow(f.state.Adapt, f.state.PausedUntil)
+		f.followLocked()
 	}
 	f.set.log.Info("cluster: fleet state reachable again; following the fleet", "bucket", FleetBucket(f.cfg.Bucket), "rate", f.state.Rate)
 }

@@ -55,6 +55,12 @@ func (l *coreLimiter) LastWait() time.Time {
 	return l.lastWait
 }
 
+func (l *coreLimiter) Part() limiter.Part {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return limiter.Part{Share: l.core.Share(), Instances: l.core.Instances()}
+}
+
 func (l *coreLimiter) rate() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()

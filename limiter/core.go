@@ -97,6 +97,7 @@ type Core struct {
 
 	paused      bool
 	pausedUntil time.Duration
+	fleetPause  bool // the pause is the fleet's alone: its end keeps the tokens
 
 	waited     bool          // a request was queued since the last change
 	queuedOnce bool          // a request was ever queued
@@ -285,6 +286,7 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	}
 	if until, ok := c.cfg.PauseEnd(c.at(t), retryAfter); ok {
 		c.pause(until.Sub(c.start))
+		c.fleetPause = false
 	}
 }
 
@@ -450,7 +452,10 @@ func (c *Core) advance(t time.Duration) {
 			c.pending = append(c.pending, Decision{ID: w.id, Units: w.units, Status: Rejected, At: c.at(due), Reason: ReasonMaxWait})
 		case duePauseEnd:
 			c.paused = false
-			c.tokens = math.Min(c.tokens, 0)
+			if !c.fleetPause {
+				c.tokens = math.Min(c.tokens, 0)
+			}
+			c.fleetPause = false
 		}
 	}
 	c.accrue(t)

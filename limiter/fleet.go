@@ -1,6 +1,9 @@
 package limiter
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // DefaultRemember is how long a fleet's rate is remembered after an
 // instance last wrote it (limiter.share.remember).
@@ -116,4 +119,22 @@ func latest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// PauseEnd returns when an instance that runs on part of the budget ends
+// the fleet's pause: PausedUntil, plus phase (in [0, 1), fixed for the
+// instance, different between instances) times the time one unit takes at
+// the instance's rate. Every instance's bucket is empty when a pause ends;
+// without the stagger all of them would send their first requests at the
+// same instant, a burst of up to N requests into an API that has just
+// throttled. Zero when the fleet is not paused.
+func (f *FleetRules) PauseEnd(s FleetState, p Part, phase float64) time.Time {
+	if s.PausedUntil.IsZero() {
+		return time.Time{}
+	}
+	rate := f.rules.Clamp(p.Of(s.Rate))
+	if !(rate > 0) || !(phase > 0) {
+		return s.PausedUntil
+	}
+	return s.PausedUntil.Add(time.Duration(math.Min(phase, 1) * 60 / rate * float64(time.Second)))
 }

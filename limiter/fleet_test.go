@@ -159,3 +159,20 @@ func TestFleetRulesRemember(t *testing.T) {
 		t.Error("not touched after refresh")
 	}
 }
+
+// Each instance ends the fleet's pause at its own phase of one unit's time
+// at its rate, so that N instances do not all send at the same instant.
+func TestFleetRulesPauseEnd(t *testing.T) {
+	f := testRules(t, nil)
+	s := f.Start(fat(0))
+	if !f.PauseEnd(s, Part{Share: 0.1, Instances: 10}, 0.5).IsZero() {
+		t.Fatal("a pause end without a fleet pause")
+	}
+	s.PausedUntil = fat(10)
+	s.Rate = 600 // 60 per minute each at N = 10: one unit a second
+	for _, c := range []struct{ phase, want float64 }{{0, 10}, {0.25, 10.25}, {0.5, 10.5}, {0.999, 10.999}} {
+		if got := f.PauseEnd(s, Part{Share: 0.1, Instances: 10}, c.phase); !got.Equal(fat(c.want)) {
+			t.Errorf("phase %v: pause ends at %v, want %v", c.phase, got.Sub(ft0).Seconds(), c.want)
+		}
+	}
+}

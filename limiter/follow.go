@@ -20,6 +20,9 @@ func (c *Core) Follow(now time.Time, fleet Adapt, pausedUntil time.Time) {
 	c.adapt = c.rules.Scale(fleet)
 	c.setRate(c.adapt.Rate)
 	if until := pausedUntil.Sub(c.start); until > t {
+		if !c.paused {
+			c.fleetPause = true
+		}
 		c.pause(until)
 	}
 	c.advance(t)

@@ -124,3 +124,24 @@ func TestRulesThrottleAndRaise(t *testing.T) {
 		t.Fatal("second raise within the interval")
 	}
 }
+
+// A pause that only the fleet ordered keeps the bucket's tokens at its
+// end (the instance did not overrun anything); a pause for the instance's
+// own Retry-After empties it, as always.
+func TestCoreFleetPauseKeepsTokens(t *testing.T) {
+	cfg := cfgWith(func(c *Config) { c.Burst = 10 * time.Second })
+	fleet := Adapt{Rate: 600, LastCut: at(0), IncClock: at(0), WMax: 600, CutTime: at(0)}
+	c, _ := NewCore(cfg, t0)
+	c.Follow(at(0), fleet, at(2))
+	if got := c.Tokens(at(3)); got != 100 {
+		t.Fatalf("tokens after the fleet's pause = %v, want the full bucket kept", got)
+	}
+	c, _ = NewCore(cfg, t0)
+	c.Follow(at(0), fleet, time.Time{})
+	d := c.Acquire(at(0), 1)
+	c.Observe(at(0.1), d.At, 1, Outcome{Kind: Throttle, Status: 429, RetryAfter: time.Second})
+	c.Follow(at(0.2), fleet, at(2))
+	if got := c.Tokens(at(2)); got != 0 {
+		t.Fatalf("tokens after its own pause, extended by the fleet = %v, want 0", got)
+	}
+}

@@ -116,6 +116,14 @@ type Config struct {
 	// SteadyFrom is where utilization_steady starts counting; default 60s
 	// (the start of minute 2).
 	SteadyFrom time.Duration
+
+	// Share is how the instances adapt: ShareLocal (default), one
+	// controller each, or ShareFleet, one controller for the whole budget
+	// (modes aimd and cubic; the other modes do not adapt and ignore it).
+	Share Share
+	// ShareDelay is how long a change of the fleet's state takes to reach
+	// each instance (ShareFleet); default DefaultShareDelay.
+	ShareDelay time.Duration
 }
 
 // DefaultConfig returns the defaults: the limiter's defaults, 2 instances
@@ -138,6 +146,8 @@ func DefaultConfig() Config {
 		MaxRetries: 3,
 		Backoff:    2 * time.Second,
 		SteadyFrom: time.Minute,
+		Share:      ShareLocal,
+		ShareDelay: DefaultShareDelay,
 	}
 }
 
@@ -236,6 +246,12 @@ func (c Config) Validate() error {
 	}
 	if c.Backoff < 0 {
 		bad("backoff", c.Backoff, ">= 0")
+	}
+	if _, err := ParseShare(string(c.Share)); err != nil && c.Share != "" {
+		errs = append(errs, err)
+	}
+	if c.ShareDelay < 0 {
+		bad("share_delay", c.ShareDelay, ">= 0")
 	}
 	if c.SteadyFrom < 0 || c.SteadyFrom >= c.Duration {
 		bad("steady_from", c.SteadyFrom, fmt.Sprintf("in [0, duration (%v))", c.Duration))

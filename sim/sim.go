@@ -47,6 +47,7 @@ const (
 	evScenario
 	evQuotaBack
 	evSample
+	evFleet
 )
 
 type event struct {
@@ -56,12 +57,13 @@ type event struct {
 	inst   *instance
 	job    *job
 	gen    uint64
-	sentAt time.Duration // evReach, evResponse
-	back   time.Duration // evReach: the response's way back
-	ok     bool          // evResponse: accepted
-	ra     int           // evResponse: Retry-After seconds of a 429
-	index  int           // evScenario: index into Config.Events
-	units  float64       // evQuotaBack: the units returned
+	sentAt time.Duration       // evReach, evResponse
+	back   time.Duration       // evReach: the response's way back
+	ok     bool                // evResponse: accepted
+	ra     int                 // evResponse: Retry-After seconds of a 429
+	index  int                 // evScenario: index into Config.Events
+	units  float64             // evQuotaBack: the units returned
+	fleet  *limiter.FleetState // evFleet: the state that reaches inst
 }
 
 type eventQueue []*event
@@ -121,7 +123,8 @@ type runner struct {
 	win   Window
 	sent  Window // every call that reached the API, with no quota
 	inst  []*instance
-	count int // instances taking part
+	count int    // instances taking part
+	fleet *fleet // the shared controller of ShareFleet; nil for ShareLocal
 
 	demand   float64
 	meanCost float64
@@ -173,6 +176,7 @@ func newRunner(cfg Config, secs int, hook func(coreOp)) (*runner, error) {
 	r.meanCost /= float64(len(cfg.Costs))
 	r.quotaLog = []quotaStep{{0, cfg.Quota}}
 	r.series.Instances = cfg.Instances
+	r.newFleet()
 	for range cfg.Instances {
 		if err := r.addInstance(cfg.Instances); err != nil {
 			return nil, err
@@ -242,6 +246,7 @@ func (r *runner) addInstance(n int) error {
 		}
 		in.core = core
 		r.record(coreOp{Inst: in.idx, Op: "new", At: r.now, Count: lc.Instances})
+		r.follow(in)
 	}
 	r.scheduleArrival(in)
 	return nil
@@ -293,6 +298,8 @@ func (r *runner) handle(e *event) {
 		r.setQuota()
 	case evSample:
 		r.sample()
+	case evFleet:
+		r.fleetArrive(e)
 	}
 }
 
@@ -408,6 +415,9 @@ func (r *runner) response(e *event) {
 		}
 		in.core.Observe(r.vt(r.now), r.vt(e.sentAt), j.cost, o)
 		r.record(coreOp{Inst: in.idx, Op: "observe", At: r.now, ID: j.grant, SentAt: e.sentAt, Units: j.cost, Outcome: o})
+		if r.fleet != nil {
+			r.fleetObserve(in, e.sentAt, o)
+		}
 		r.settle(in)
 	}
 	if e.ok {

@@ -35,6 +35,8 @@ type simulateFlags struct {
 	compare   bool
 	serve     string  // simserve.go
 	speed     float64 // simserve.go
+	share     string
+	delay     time.Duration
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -53,12 +55,16 @@ Scenarios: first-throttle, noisy-neighbor (half the quota taken from 5:00 to
 (first-throttle with mode none), ramp (quota 30,000 against an initial 600).
 Modes: aimd, cubic, static (a fixed rate at the initial rate), none (retries
 only). --quota, --instances and --demand replace the scenario's values.
+--share fleet runs the instances on one controller for the whole budget, as
+limiter.share.mode members does (a fleet change reaches each instance after
+--share-delay); --share local, the default, gives each its own.
 
 --json prints one object: utilization, utilization_steady, throttled,
 requests, units_accepted, p95_wait_s, rejected, gave_up, recovery_s,
 time_to_90_s (null when there is no quota drop to recover from, or when 90%
-is never reached). --svg writes a chart. --compare runs every mode on every
-scenario (or on those --scenario and --mode name) and prints one table.
+is never reached). --svg writes a chart. --compare runs every mode and share
+on every scenario (or on those --scenario, --mode and --share name) and
+prints one table.
 --serve ADDR serves an interactive page of the simulation instead (see
 docs/ui.md). See docs/simulator.md.`,
 		Args: cobra.NoArgs,
@@ -81,6 +87,8 @@ docs/ui.md). See docs/simulator.md.`,
 	fl.BoolVar(&f.compare, "compare", false, "run every mode on every scenario and print a comparison table")
 	fl.StringVar(&f.serve, "serve", "", "serve the simulator page on this address, e.g. 127.0.0.1:8088 (docs/ui.md)")
 	fl.Float64Var(&f.speed, "speed", web.DefaultSimConfig().Speed, "with --serve: virtual seconds per real second at the start")
+	fl.StringVar(&f.share, "share", string(sim.ShareLocal), "local: one controller per instance; fleet: one controller for the whole budget (limiter.share.mode members)")
+	fl.DurationVar(&f.delay, "share-delay", sim.DefaultShareDelay, "with --share fleet: how long a change of the fleet's rate takes to reach each instance")
 	return cmd
 }
 
@@ -100,6 +108,12 @@ func (f simulateFlags) adjust(cmd *cobra.Command) (func(*sim.Config), error) {
 		return nil, fmt.Errorf("--initial: must be > 0, got %v", f.initial)
 	case changed("cubic-scale-constant") && !(f.scaleC > 0):
 		return nil, fmt.Errorf("--cubic-scale-constant: must be > 0, got %v", f.scaleC)
+	case f.delay < 0:
+		return nil, fmt.Errorf("--share-delay: must be >= 0, got %v", f.delay)
+	}
+	share, err := sim.ParseShare(f.share)
+	if err != nil {
+		return nil, fmt.Errorf("--share: %w", err)
 	}
 	return func(c *sim.Config) {
 		c.Duration = f.duration
@@ -119,6 +133,7 @@ func (f simulateFlags) adjust(cmd *cobra.Command) (func(*sim.Config), error) {
 		if changed("cubic-scale-constant") {
 			c.Limiter.CUBIC.ScaleConstant = f.scaleC
 		}
+		c.Share, c.ShareDelay = share, f.delay
 		if c.SteadyFrom >= c.Duration {
 			c.SteadyFrom = 0
 		}
@@ -150,7 +165,11 @@ func runSimulate(cmd *cobra.Command, f simulateFlags) error {
 		if mode != "" {
 			modes = []sim.Mode{mode}
 		}
-		rows, err := sim.Compare(scenarios, modes, adjust)
+		shares := sim.Shares
+		if cmd.Flags().Changed("share") {
+			shares = []sim.Share{sim.Share(f.share)}
+		}
+		rows, err := sim.Compare(scenarios, modes, shares, adjust)
 		if err != nil {
 			return err
 		}
@@ -194,7 +213,7 @@ func runSimulate(cmd *cobra.Command, f simulateFlags) error {
 
 func writeSimSummary(w io.Writer, res *sim.Result) error {
 	c, s := res.Config, res.Summary
-	fmt.Fprintf(w, "scenario %s, mode %s, seed %d, %v of virtual time\n", c.Name, c.Mode, c.Seed, c.Duration)
+	fmt.Fprintf(w, "scenario %s, mode %s, share %s, seed %d, %v of virtual time\n", c.Name, c.Mode, c.Share, c.Seed, c.Duration)
 	fmt.Fprintf(w, "hidden quota %v units per %v; %d instances, each offered %v units/min; initial rate %v units/min\n\n",
 		c.Quota, c.Window, c.Instances, c.Demand, c.Limiter.InitialUnitsPerMinute)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -84,8 +84,12 @@ func TestSimulateTableAndCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(out, "| first-throttle |"); n != 4 {
-		t.Fatalf("want 4 rows, got %d:\n%s", n, out)
+	// aimd and cubic with each share, static and none with local only.
+	if n := strings.Count(out, "| first-throttle |"); n != 6 {
+		t.Fatalf("want 6 rows, got %d:\n%s", n, out)
+	}
+	if n := strings.Count(out, "| fleet |"); n != 2 {
+		t.Fatalf("want 2 fleet rows, got %d:\n%s", n, out)
 	}
 }
 
@@ -104,6 +108,8 @@ func TestSimulateFlagErrors(t *testing.T) {
 		{[]string{"--initial", "-1"}, "--initial"},
 		{[]string{"--cubic-scale-constant", "0"}, "--cubic-scale-constant"},
 		{[]string{"--compare", "--json"}, "--compare"},
+		{[]string{"--share", "cloud"}, "--share"},
+		{[]string{"--share", "fleet", "--share-delay", "-1s"}, "--share-delay"},
 		{[]string{"--svg", "/nonexistent/dir/x.svg", "--duration", "1m"}, "--svg"},
 	} {
 		_, err := runCLI(t, append([]string{"simulate"}, c.args...)...)

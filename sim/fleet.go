@@ -1,0 +1,130 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sluicehq/sluice/limiter"
+)
+
+// Share is how the instances of a run adapt their rates.
+type Share string
+
+// Shares.
+const (
+	// ShareLocal runs one controller per instance, each on its own
+	// throttles and waits (limiter.share.mode static, or members before
+	// the fleet controller).
+	ShareLocal Share = "local"
+	// ShareFleet runs one controller for the whole budget
+	// (limiter.FleetRules, as limiter.share.mode members does over NATS KV):
+	// a throttle seen by any instance cuts the fleet's rate once, a raise
+	// happens once per interval for the fleet when some instance waited,
+	// and each instance follows the fleet's state, which reaches it
+	// ShareDelay after every change.
+	ShareFleet Share = "fleet"
+)
+
+// Shares lists the shares in the order of the comparison table.
+var Shares = []Share{ShareLocal, ShareFleet}
+
+// ParseShare returns the Share named s.
+func ParseShare(s string) (Share, error) {
+	for _, v := range Shares {
+		if string(v) == s {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("sim: unknown share %q (want local or fleet)", s)
+}
+
+// DefaultShareDelay stands in for the time a change of the fleet's state
+// takes to reach every worker through NATS KV.
+const DefaultShareDelay = 100 * time.Millisecond
+
+// fleet is the shared controller of a run with ShareFleet.
+type fleet struct {
+	rules limiter.FleetRules
+	state limiter.FleetState
+}
+
+// adaptive reports whether the run's mode adapts its rate (so that a fleet
+// controller can drive it).
+func (c Config) adaptive() bool { return c.Mode == ModeAIMD || c.Mode == ModeCUBIC }
+
+func (r *runner) newFleet() {
+	if r.cfg.Share != ShareFleet || !r.cfg.adaptive() {
+		return
+	}
+	whole := r.lcfg
+	whole.Instances = 1
+	r.fleet = &fleet{rules: limiter.NewFleetRules(whole, 0, 0)}
+	r.fleet.state = r.fleet.rules.Start(r.vt(0))
+}
+
+// follow makes a new instance's core follow the fleet's state at once:
+// it reads the state when it starts.
+func (r *runner) follow(in *instance) {
+	if r.fleet != nil {
+		r.followState(in, r.fleet.state)
+	}
+}
+
+// followState makes in follow the fleet state s, ending the fleet's pause
+// at its own phase.
+func (r *runner) followState(in *instance, s limiter.FleetState) {
+	part := limiter.Part{Share: in.core.Share(), Instances: in.core.Instances()}
+	in.core.Follow(r.vt(r.now), s.Adapt, r.fleet.rules.PauseEnd(s, part, phase(in.idx)))
+}
+
+// phase is instance i's phase in [0, 1): the fractional parts of i·φ,
+// spread evenly whatever the number of instances.
+func phase(i int) float64 {
+	_, f := math.Modf(float64(i+1) * 0.6180339887498949)
+	return f
+}
+
+// fleetObserve applies an outcome an instance observed to the fleet: a
+// throttle by the fleet's throttle rule, a success by its raise rule with
+// the latest wait of any instance (their heartbeats). A change reaches
+// every instance ShareDelay later.
+func (r *runner) fleetObserve(in *instance, sentAt time.Duration, o limiter.Outcome) {
+	f := r.fleet
+	now := r.vt(r.now)
+	var changed bool
+	if o.Kind == limiter.Throttle {
+		rep := limiter.ThrottleReport{At: now, Sent: r.vt(sentAt), RetryAfter: o.RetryAfter,
+			Measured: in.core.Measured(now), Part: limiter.Part{Share: in.core.Share(), Instances: in.core.Instances()}}
+		f.state, changed, _ = f.rules.Throttle(f.state, rep)
+	} else {
+		var wait time.Time
+		for _, other := range r.inst {
+			if other.active {
+				if w := other.core.LastWait(); w.After(wait) {
+					wait = w
+				}
+			}
+		}
+		f.state, changed = f.rules.Raise(f.state, now, wait)
+	}
+	if !changed {
+		return
+	}
+	st := f.state
+	for _, other := range r.inst {
+		if other.active {
+			r.schedule(&event{at: r.now + r.cfg.ShareDelay, kind: evFleet, inst: other, fleet: &st})
+		}
+	}
+}
+
+// fleetArrive applies a fleet state that reached an instance.
+func (r *runner) fleetArrive(e *event) {
+	in := e.inst
+	if !in.active {
+		return
+	}
+	r.followState(in, *e.fleet)
+	r.settle(in)
+}
