@@ -79,8 +79,8 @@ e2e-members:
 
 # Each fuzz target for FUZZTIME, on top of its committed corpus.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime $(FUZZTIME) ./limiter/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRateLimit$$' -fuzztime $(FUZZTIME) ./limiter/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime $(FUZZTIME) ./call/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRateLimit$$' -fuzztime $(FUZZTIME) ./call/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./worker/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./cmd/sluice/
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./sinks/httpapi/

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
@@ -341,7 +342,7 @@ func TestRescaleKeepsTotal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.Observe(tk, limiter.Outcome{Kind: limiter.Throttle, Status: 429})
+		l.Observe(tk, call.Outcome{Kind: call.Throttle, Status: 429})
 	}
 	r := la.Rate()
 	if math.Abs(r-420) > 1e-9 || math.Abs(lb.Rate()-420) > 1e-9 {

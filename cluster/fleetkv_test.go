@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
@@ -278,7 +279,7 @@ func TestFleetOutage(t *testing.T) {
 	lim.mu.Lock()
 	c, clock := lim.core, now.Add(7*time.Second)
 	d := c.Acquire(clock, 1)
-	c.Observe(clock, d.At, 1, limiter.Outcome{Kind: limiter.Throttle, Status: 429})
+	c.Observe(clock, d.At, 1, call.Outcome{Kind: call.Throttle, Status: 429})
 	if got := c.Rate(); math.Abs(got-420) > 1e-9 {
 		t.Fatalf("local cut to %v, want 600·0.7", got)
 	}
@@ -289,7 +290,7 @@ func TestFleetOutage(t *testing.T) {
 		c.Acquire(clock, 1)   // and this one waits
 		c.Advance(clock.Add(10 * time.Second))
 		clock = clock.Add(10 * time.Second)
-		c.Observe(clock, clock, 1, limiter.Outcome{Kind: limiter.Success, Status: 200})
+		c.Observe(clock, clock, 1, call.Outcome{Kind: call.Success, Status: 200})
 		top = max(top, c.Rate())
 	}
 	lim.now = clock

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/sluicehq/sluice/call"
 )
 
 // Reason says why a request was rejected.
@@ -257,7 +259,7 @@ func (c *Core) find(id uint64) int {
 // the outcomes of zero-unit requests change nothing of that. Then the
 // outcome's quota hint, if any, sets the budget and the rate ceiling
 // (docs/limiter.md, "Quota hint"). In disabled mode nothing changes.
-func (c *Core) Observe(now, sentAt time.Time, units float64, o Outcome) {
+func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
 	t := c.offset(now)
 	c.advance(t)
 	if c.cfg.Disabled {
@@ -265,13 +267,13 @@ func (c *Core) Observe(now, sentAt time.Time, units float64, o Outcome) {
 	}
 	if units > 0 {
 		switch o.Kind {
-		case Throttle:
+		case call.Throttle:
 			c.throttle(t, sentAt.Sub(c.start), o.RetryAfter)
-		case Success, ClientError:
+		case call.Success, call.ClientError:
 			c.success(t)
 		}
 	}
-	if o.Kind != NetworkError && o.Quota.Present() {
+	if o.Kind != call.NetworkError && o.Quota.Present() {
 		c.hint(t, sentAt.Sub(c.start), math.Max(units, 0), o.Quota)
 	}
 	c.advance(t)

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/call"
 )
 
 // TestCoreStepInvariance drives a Core through random events twice: once
@@ -136,9 +138,9 @@ func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) random
 				break
 			}
 			r := reqs[granted[rng.IntN(len(granted))]]
-			o := Outcome{Kind: Success, Status: 200}
+			o := call.Outcome{Kind: call.Success, Status: 200}
 			if rng.IntN(2) == 0 {
-				o = Outcome{Kind: Throttle, Status: 429, RetryAfter: time.Duration(rng.IntN(4)) * time.Second}
+				o = call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Duration(rng.IntN(4)) * time.Second}
 			}
 			if rng.IntN(3) == 0 {
 				o.Quota = randomQuota(rng)
@@ -196,12 +198,12 @@ func checkInvariants(t *testing.T, c *Core, cfg Config, at time.Time) {
 
 // randomQuota returns a quota hint with fields missing, sane, or hostile
 // (negative, NaN, infinite, absurdly large).
-func randomQuota(rng *rand.Rand) Quota {
+func randomQuota(rng *rand.Rand) call.Quota {
 	num := func() float64 {
 		return []float64{0, 1, 3, 50, 600, 3000, -5, math.NaN(), math.Inf(1), 1e308, 5e-324}[rng.IntN(11)]
 	}
 	span := func() time.Duration {
 		return []time.Duration{0, time.Second, 5 * time.Second, time.Minute, -time.Second, 30 * 24 * time.Hour, math.MaxInt64}[rng.IntN(7)]
 	}
-	return Quota{Limit: num(), Remaining: num(), HasRemaining: rng.IntN(3) > 0, Reset: span(), Window: span()}
+	return call.Quota{Limit: num(), Remaining: num(), HasRemaining: rng.IntN(3) > 0, Reset: span(), Window: span()}
 }

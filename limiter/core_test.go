@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/call"
 )
 
 var t0 = time.Unix(1_700_000_000, 0)
@@ -103,13 +105,13 @@ func runSteps(t *testing.T, cfg Config, steps []step) *Core {
 			if len(f) > 3 {
 				sent = at(arg(3))
 			}
-			c.Observe(now, sent, r.units, Outcome{Kind: Throttle, Status: 429, RetryAfter: time.Duration(arg(2) * 1e9)})
+			c.Observe(now, sent, r.units, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Duration(arg(2) * 1e9)})
 		case "success":
 			r := get(f[1])
-			c.Observe(now, r.granted, r.units, Outcome{Kind: Success, Status: 200})
+			c.Observe(now, r.granted, r.units, call.Outcome{Kind: call.Success, Status: 200})
 		case "error":
 			r := get(f[1])
-			c.Observe(now, r.granted, r.units, Outcome{Kind: ServerError, Status: 500})
+			c.Observe(now, r.granted, r.units, call.Outcome{Kind: call.ServerError, Status: 500})
 		case "cancel":
 			if d, ok := c.Cancel(now, get(f[1]).id); ok {
 				note(d)
@@ -349,7 +351,7 @@ func TestCoreNextDue(t *testing.T) {
 	if d, ok := c.NextDue(); !ok || !d.Equal(at(0.1)) {
 		t.Fatalf("NextDue = %v %v, want 0.1", secs(d), ok)
 	}
-	c.Observe(at(0.05), at(0), 1, Outcome{Kind: Throttle, Status: 429, RetryAfter: 2 * time.Second})
+	c.Observe(at(0.05), at(0), 1, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: 2 * time.Second})
 	if d, _ := c.NextDue(); !d.Equal(at(2.05)) {
 		t.Fatalf("NextDue in a pause = %v, want 2.05", secs(d))
 	}

@@ -18,8 +18,8 @@ func TestMaxCost(t *testing.T) {
 	if got := cfg.MaxCost(); got != MaxUnits {
 		t.Errorf("MaxCost at a huge rate = %v, want MaxUnits", got)
 	}
-	if err := ValidateCost(1e308); err == nil {
-		t.Error("ValidateCost(1e308) = nil, want an error: above MaxUnits")
+	if err := CheckCost("cost", 1e308); err == nil {
+		t.Error("CheckCost(1e308) = nil, want an error: above MaxUnits")
 	}
 	c, err := NewCore(DefaultConfig(), time.Unix(0, 0))
 	if err != nil {

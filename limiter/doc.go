@@ -5,7 +5,7 @@
 //
 // # Units and rates
 //
-// A request costs units (1 by default; see CostEstimator), and rates are in
+// A request costs units (any finite number >= 0; see CheckCost), and rates are in
 // units per minute. The options in Config describe the whole budget; with N
 // instances each Limiter takes 1/N of it (see SetInstanceCount and
 // SetShare): initial, min and max rates, AIMD's increase step and CUBIC's
@@ -70,7 +70,7 @@
 // (Replay, `sluice limiter replay`) and the simulator drive it in virtual
 // time and its tests step through fixed instants. Limiter wraps a Core for
 // concurrent use on the real clock with one timer; all its methods are safe
-// for concurrent use, and the grant-at-once path does not allocate.
-// Transport puts a Limiter in an http.Client. A Core is not safe for
-// concurrent use.
+// for concurrent use, and the grant-at-once path does not allocate. A Core
+// is not safe for concurrent use. The outcome of a call (call.Outcome) is
+// classified by a call.Classifier from the response.
 package limiter

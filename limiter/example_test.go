@@ -3,14 +3,11 @@ package limiter_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -28,7 +25,7 @@ func ExampleLimiter() {
 		panic(err) // errors.Is(err, limiter.ErrRejected): queue full, max_wait or canceled
 	}
 	// ... send the request, then report what came back:
-	l.Observe(ticket, limiter.Outcome{Kind: limiter.Throttle, Status: 429})
+	l.Observe(ticket, call.Outcome{Kind: call.Throttle, Status: 429})
 
 	st := l.Stats()
 	fmt.Printf("rate %.0f units/min, bucket capacity %.0f, %.0f tokens\n", st.Rate, st.Capacity, st.Tokens)
@@ -58,7 +55,7 @@ func ExampleCore() {
 	}
 
 	// A 429 with Retry-After: 2 at t=1s cuts the rate by 30% and pauses.
-	c.Observe(at(1), first.At, first.Units, limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: 2 * time.Second})
+	c.Observe(at(1), first.At, first.Units, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: 2 * time.Second})
 	until, _ := c.PausedUntil()
 	fmt.Printf("rate %.0f, paused until %v\n", c.Rate(), until.Sub(start))
 	// Output:
@@ -81,61 +78,4 @@ func ExampleReplay() {
 	// {"at": 0, "op": "acquire", "rate": 600, "tokens": 0, "queue": 0, "paused_until": null, "granted": [{"id": "a", "at": 0}], "rejected": []}
 	// {"at": 0, "op": "acquire", "rate": 600, "tokens": 0, "queue": 1, "paused_until": null, "granted": [], "rejected": []}
 	// {"at": 1, "op": "throttle", "rate": 420, "tokens": 7, "queue": 0, "paused_until": 5, "granted": [{"id": "b", "at": 0.2}], "rejected": []}
-}
-
-// retrying retries a throttled request up to attempts times. It sits
-// outside the limiter's Transport, so every attempt waits for its units.
-type retrying struct {
-	next     http.RoundTripper
-	attempts int
-}
-
-func (r retrying) RoundTrip(req *http.Request) (*http.Response, error) {
-	for i := 1; ; i++ {
-		resp, err := r.next.RoundTrip(req)
-		if err != nil || resp.StatusCode != http.StatusTooManyRequests || i == r.attempts {
-			return resp, err
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-}
-
-// An HTTP client whose every attempt waits on the limiter, with retries
-// outside the limiter's Transport.
-func ExampleTransport() {
-	var calls atomic.Int32
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
-			w.WriteHeader(http.StatusTooManyRequests) // the first call is throttled
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	}))
-	defer api.Close()
-
-	l, err := limiter.New(limiter.DefaultConfig())
-	if err != nil {
-		panic(err)
-	}
-	client := &http.Client{Transport: retrying{
-		attempts: 3,
-		next: &limiter.Transport{
-			Limiter: l,
-			Base:    api.Client().Transport,
-			Cost:    limiter.CostByKey{Costs: map[string]float64{"GET /items": 2}},
-		},
-	}}
-
-	resp, err := client.Get(api.URL + "/items")
-	if err != nil {
-		panic(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	fmt.Printf("status %d %q after %d calls\n", resp.StatusCode, strings.TrimSpace(string(body)), calls.Load())
-	fmt.Printf("rate %.0f units/min, %.0f tokens left\n", l.Rate(), l.Stats().Tokens)
-	// Output:
-	// status 200 "ok" after 2 calls
-	// rate 420 units/min, 68 tokens left
 }

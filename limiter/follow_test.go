@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/call"
 )
 
 // A Core that follows a fleet runs at the fleet rate times its part, never
@@ -25,7 +27,7 @@ func TestCoreFollow(t *testing.T) {
 	}
 	// Its own throttles pause but do not cut; its successes never raise.
 	d := c.Acquire(at(3), 1)
-	c.Observe(at(10), d.At, 1, Outcome{Kind: Throttle, Status: 429, RetryAfter: time.Second})
+	c.Observe(at(10), d.At, 1, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Second})
 	if got := c.Rate(); got != 600 {
 		t.Fatalf("rate after a throttle while following = %v, want 600", got)
 	}
@@ -36,7 +38,7 @@ func TestCoreFollow(t *testing.T) {
 	if w := c.Acquire(at(12), 1); w.Status != Waiting {
 		t.Fatalf("second request %v, want it to wait", w.Status)
 	}
-	c.Observe(at(30), at(12), 1, Outcome{Kind: Success, Status: 200})
+	c.Observe(at(30), at(12), 1, call.Outcome{Kind: call.Success, Status: 200})
 	if got := c.Rate(); got != 600 {
 		t.Fatalf("rate after a success while following = %v, want 600", got)
 	}
@@ -77,7 +79,7 @@ func TestCoreLeadCeiling(t *testing.T) {
 		if d.Status == Waiting {
 			c.Advance(now.Add(30 * time.Second))
 		}
-		c.Observe(now, now, 1, Outcome{Kind: Success, Status: 200})
+		c.Observe(now, now, 1, call.Outcome{Kind: call.Success, Status: 200})
 		if r := c.Rate(); r > 500+1e-9 {
 			t.Fatalf("raise %d: rate %v above the fleet's 1000 × 1/2", i, r)
 		}
@@ -86,7 +88,7 @@ func TestCoreLeadCeiling(t *testing.T) {
 		t.Fatalf("rate = %v, want it raised up to the ceiling 500", r)
 	}
 	d := c.Acquire(at(100), 1)
-	c.Observe(at(101), d.At, 1, Outcome{Kind: Throttle, Status: 429})
+	c.Observe(at(101), d.At, 1, call.Outcome{Kind: call.Throttle, Status: 429})
 	if r := c.Rate(); math.Abs(r-350) > 1e-9 {
 		t.Fatalf("rate after a local cut = %v, want 500·0.7", r)
 	}
@@ -139,7 +141,7 @@ func TestCoreFleetPauseKeepsTokens(t *testing.T) {
 	c, _ = NewCore(cfg, t0)
 	c.Follow(at(0), fleet, time.Time{})
 	d := c.Acquire(at(0), 1)
-	c.Observe(at(0.1), d.At, 1, Outcome{Kind: Throttle, Status: 429, RetryAfter: time.Second})
+	c.Observe(at(0.1), d.At, 1, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Second})
 	c.Follow(at(0.2), fleet, at(2))
 	if got := c.Tokens(at(2)); got != 0 {
 		t.Fatalf("tokens after its own pause, extended by the fleet = %v, want 0", got)

@@ -8,6 +8,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/call"
 )
 
 // ErrRejected is wrapped by every error Wait returns when the limiter turns
@@ -273,8 +275,8 @@ func (l *Limiter) fire() {
 // the rate and pause the limiter, a success may raise the rate, and other
 // outcomes change nothing (see Core.Observe). Throttles are counted in the
 // metrics even in disabled mode.
-func (l *Limiter) Observe(t Ticket, o Outcome) {
-	if o.Kind == Throttle {
+func (l *Limiter) Observe(t Ticket, o call.Outcome) {
+	if o.Kind == call.Throttle {
 		l.metrics.throttled(o.Status)
 	}
 	now := time.Now()
@@ -287,7 +289,7 @@ func (l *Limiter) Observe(t Ticket, o Outcome) {
 	after := l.core.Rate()
 	until, paused := l.core.PausedUntil()
 	var report ThrottleReport
-	if o.Kind == Throttle && l.onThrottle != nil && !l.core.Disabled() && t.Units > 0 {
+	if o.Kind == call.Throttle && l.onThrottle != nil && !l.core.Disabled() && t.Units > 0 {
 		report = ThrottleReport{At: now, Sent: t.Granted, RetryAfter: o.RetryAfter,
 			Measured: l.core.Measured(now), Part: l.core.rules.Part()}
 	}
@@ -302,7 +304,7 @@ func (l *Limiter) Observe(t Ticket, o Outcome) {
 	case after > before:
 		l.log.Debug("limiter: rate raised", "from", before, "to", after)
 	}
-	if paused && (!wasPaused || o.Kind == Throttle) && o.RetryAfter > 0 {
+	if paused && (!wasPaused || o.Kind == call.Throttle) && o.RetryAfter > 0 {
 		l.log.Info("limiter: paused", "status", o.Status, "retry_after", o.RetryAfter, "until", until)
 	}
 }

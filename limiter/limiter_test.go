@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sluicehq/sluice/call"
 )
 
 func newTestLimiter(t *testing.T, f func(*Config), opts ...Option) *Limiter {
@@ -169,7 +171,7 @@ func TestNoGrantDuringPause(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.Observe(tk, Outcome{Kind: Throttle, Status: 429, RetryAfter: 5 * time.Second})
+		l.Observe(tk, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: 5 * time.Second})
 		st := l.Stats()
 		if !st.Paused || !st.PausedUntil.Equal(start.Add(5*time.Second)) || st.Rate != 420 || st.Tokens != 7 {
 			t.Fatalf("after throttle: %+v", st)
@@ -237,8 +239,8 @@ func TestMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-ch // 0.2 s
-		l.Observe(tk, Outcome{Kind: Throttle, Status: 429})
-		l.Observe(tk, Outcome{Kind: Throttle, Status: 503, RetryAfter: time.Second})
+		l.Observe(tk, call.Outcome{Kind: call.Throttle, Status: 429})
+		l.Observe(tk, call.Outcome{Kind: call.Throttle, Status: 503, RetryAfter: time.Second})
 		want := `
 # HELP sluice_limiter_instances Number of instances sharing the budget (1/share for a fractional share).
 # TYPE sluice_limiter_instances gauge
@@ -316,7 +318,7 @@ func TestDisabledCountsUnitsAndThrottles(t *testing.T) {
 			if err != nil || !tk.Granted.Equal(time.Now()) {
 				t.Fatalf("disabled Wait: %v", err)
 			}
-			l.Observe(tk, Outcome{Kind: Throttle, Status: 429, RetryAfter: time.Minute})
+			l.Observe(tk, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Minute})
 		}
 		if got := testutil.ToFloat64(m.units); got != 3000 {
 			t.Errorf("units = %v, want 3000", got)
@@ -373,13 +375,13 @@ func TestLimiterConcurrentUse(t *testing.T) {
 					granted.Store(key, tk)
 					switch (g * i) % 5 {
 					case 0:
-						l.Observe(tk, Outcome{Kind: Throttle, Status: 429, RetryAfter: time.Duration(i%3) * 100 * time.Millisecond})
+						l.Observe(tk, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Duration(i%3) * 100 * time.Millisecond})
 					case 4:
 						if err := l.SetInstanceCount(1 + i%3); err != nil {
 							t.Error(err)
 						}
 					default:
-						l.Observe(tk, Outcome{Kind: Success, Status: 200})
+						l.Observe(tk, call.Outcome{Kind: call.Success, Status: 200})
 					}
 					_ = l.Stats()
 				}
@@ -406,7 +408,7 @@ func TestWaitFailsFastInPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newTestLimiter(t, nil)
 		tk, _ := l.Wait(t.Context(), 1)
-		l.Observe(tk, Outcome{Kind: Throttle, Status: 429, RetryAfter: 10 * time.Second})
+		l.Observe(tk, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: 10 * time.Second})
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // ends with the pause: too early
 		defer cancel()
@@ -428,7 +430,7 @@ func TestWaitFailsFastInPause(t *testing.T) {
 			t.Fatalf("Wait with a later deadline: %v", err)
 		}
 		// Zero units never wait, even in a pause.
-		l.Observe(tk, Outcome{Kind: Throttle, Status: 429, RetryAfter: 10 * time.Second})
+		l.Observe(tk, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: 10 * time.Second})
 		if _, err := l.Wait(ctx2, 0); err != nil {
 			t.Fatalf("zero units in a pause: %v", err)
 		}

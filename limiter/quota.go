@@ -3,31 +3,9 @@ package limiter
 import (
 	"math"
 	"time"
+
+	"github.com/sluicehq/sluice/call"
 )
-
-// Quota is what a response announced about the API's quota: the rate-limit
-// headers of docs/limiter.md ("Quota headers"), read by
-// RateLimitHeaders.Parse. Numbers are in the API's units, which the limiter
-// takes to be job units. The zero value announces nothing.
-type Quota struct {
-	// Limit is the quota: units per Window. 0 when not announced.
-	Limit float64
-	// Window is the span of Limit. 0 when not announced; the Core then
-	// takes the longest Reset it has seen as the window.
-	Window time.Duration
-	// Remaining is the units left before Reset; meaningful only with
-	// HasRemaining.
-	Remaining    float64
-	HasRemaining bool
-	// Reset is the time from the response until the quota resets (or
-	// until more of it is free). 0 when not announced.
-	Reset time.Duration
-}
-
-// MaxQuotaSpan bounds the reset and the window of a Quota: a longer one (a
-// reset years ahead) is ignored, so that a hostile or mistaken header never
-// plans further than a daily quota.
-const MaxQuotaSpan = 24 * time.Hour
 
 // quotaLogSpan is how long the Core keeps its record of grants for the
 // in-flight part of a budget; a hint for a request sent before it is
@@ -36,33 +14,6 @@ const quotaLogSpan = time.Minute
 
 // quotaLogMax caps the number of grants kept (about 1 MiB).
 const quotaLogMax = 1 << 16
-
-// Present reports whether q announces anything.
-func (q Quota) Present() bool { return q.Limit != 0 || q.HasRemaining || q.Reset != 0 || q.Window != 0 }
-
-// sanitized returns q with every value that breaks its rule dropped: a
-// limit that is not a finite number > 0, a remaining that is not finite
-// and ≥ 0, a reset or window that is not in (0, MaxQuotaSpan]. A remaining
-// above the limit is taken as the limit.
-func (q Quota) sanitized() Quota {
-	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-	if !(q.Limit > 0) || !finite(q.Limit) {
-		q.Limit = 0
-	}
-	if q.HasRemaining && (!(q.Remaining >= 0) || !finite(q.Remaining)) {
-		q.HasRemaining, q.Remaining = false, 0
-	}
-	if q.HasRemaining && q.Limit > 0 && q.Remaining > q.Limit {
-		q.Remaining = q.Limit
-	}
-	if q.Reset <= 0 || q.Reset > MaxQuotaSpan {
-		q.Reset = 0
-	}
-	if q.Window <= 0 || q.Window > MaxQuotaSpan {
-		q.Window = 0
-	}
-	return q
-}
 
 // quotaState is what the Core keeps of the quota hints.
 type quotaState struct {
@@ -85,8 +36,8 @@ type spentRec struct {
 
 // hint applies a quota hint received at t in the response to a request of
 // units sent at sent (docs/limiter.md, "Quota hint").
-func (c *Core) hint(t, sent time.Duration, units float64, q Quota) {
-	q = q.sanitized()
+func (c *Core) hint(t, sent time.Duration, units float64, q call.Quota) {
+	q = q.Sanitized()
 	if !q.Present() {
 		return
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/call"
 )
 
 // Replayer drives a Core through a trace in virtual time: the format of
@@ -232,15 +234,15 @@ func (rp *replay) apply(ev traceEvent, now time.Time) error {
 	case "acquire":
 		return rp.acquire(ev, now)
 	case "throttle":
-		return rp.outcome(ev, now, Outcome{Kind: Throttle, Status: 429})
+		return rp.outcome(ev, now, call.Outcome{Kind: call.Throttle, Status: 429})
 	case "success":
-		return rp.outcome(ev, now, Outcome{Kind: Success, Status: 200})
+		return rp.outcome(ev, now, call.Outcome{Kind: call.Success, Status: 200})
 	case "client_error":
-		return rp.outcome(ev, now, Outcome{Kind: ClientError, Status: 400})
+		return rp.outcome(ev, now, call.Outcome{Kind: call.ClientError, Status: 400})
 	case "server_error":
-		return rp.outcome(ev, now, Outcome{Kind: ServerError, Status: 500})
+		return rp.outcome(ev, now, call.Outcome{Kind: call.ServerError, Status: 500})
 	case "network_error":
-		return rp.outcome(ev, now, Outcome{Kind: NetworkError})
+		return rp.outcome(ev, now, call.Outcome{Kind: call.NetworkError})
 	case "cancel":
 		rq, err := rp.needID(ev)
 		if err == nil {
@@ -293,7 +295,7 @@ func (rp *replay) acquire(ev traceEvent, now time.Time) error {
 
 // outcome applies the outcome o of a granted request, with the event's
 // retry_after and sent_at (throttles) and quota (any response).
-func (rp *replay) outcome(ev traceEvent, now time.Time, o Outcome) error {
+func (rp *replay) outcome(ev traceEvent, now time.Time, o call.Outcome) error {
 	rq, err := rp.needID(ev)
 	if err != nil {
 		return err
@@ -302,7 +304,7 @@ func (rp *replay) outcome(ev traceEvent, now time.Time, o Outcome) error {
 		return rp.fail("%s: request %q was not granted (%s)", ev.Op, rq.name, rq.status)
 	}
 	sent := rq.grantAt
-	if o.Kind == Throttle {
+	if o.Kind == call.Throttle {
 		if ev.RetryAfter != nil {
 			ra, err := seconds(*ev.RetryAfter)
 			if err != nil {
@@ -319,7 +321,7 @@ func (rp *replay) outcome(ev traceEvent, now time.Time, o Outcome) error {
 		}
 	}
 	if ev.Quota != nil {
-		if o.Kind == NetworkError {
+		if o.Kind == call.NetworkError {
 			return rp.fail(`network_error: "quota": a network error has no response to carry one`)
 		}
 		q, err := ev.Quota.quota()

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/sluicehq/sluice/call"
 )
 
 // traceQuota is the "quota" object of an outcome event in a trace: the
-// hint the response carried, in the numbers of a Quota.
+// hint the response carried, in the numbers of a call.Quota.
 //
 //	{"at": 4, "op": "success", "id": "r1", "quota": {"limit": 600, "remaining": 40, "reset": 12, "window": 60}}
 //
@@ -22,8 +24,8 @@ type traceQuota struct {
 	Window    *json.Number `json:"window"`
 }
 
-func (tq traceQuota) quota() (Quota, error) {
-	var q Quota
+func (tq traceQuota) quota() (call.Quota, error) {
+	var q call.Quota
 	num := func(name string, n *json.Number) (float64, error) {
 		if n == nil {
 			return 0, nil

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -89,11 +90,11 @@ func phase(i int) float64 {
 // throttle by the fleet's throttle rule, a success by its raise rule with
 // the latest wait of any instance (their heartbeats). A change reaches
 // every instance ShareDelay later.
-func (r *runner) fleetObserve(in *instance, sentAt time.Duration, o limiter.Outcome) {
+func (r *runner) fleetObserve(in *instance, sentAt time.Duration, o call.Outcome) {
 	f := r.fleet
 	now := r.vt(r.now)
 	var changed bool
-	if o.Kind == limiter.Throttle {
+	if o.Kind == call.Throttle {
 		rep := limiter.ThrottleReport{At: now, Sent: r.vt(sentAt), RetryAfter: o.RetryAfter,
 			Measured: in.core.Measured(now), Part: limiter.Part{Share: in.core.Share(), Instances: in.core.Instances()}}
 		f.state, changed, _ = f.rules.Throttle(f.state, rep)

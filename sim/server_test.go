@@ -46,7 +46,7 @@ func newTestServer(t *testing.T, f func(*ServerConfig)) (*Server, *fakeClock) {
 	return s, clk
 }
 
-func call(t *testing.T, h http.Handler, header map[string]string) *httptest.ResponseRecorder {
+func serve(t *testing.T, h http.Handler, header map[string]string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, "/items/1", strings.NewReader(`{"x":1}`))
 	for k, v := range header {
@@ -64,31 +64,31 @@ func TestServerRetryAfterAndCosts(t *testing.T) {
 		c.TypeCosts = map[string]float64{"export": 5}
 		c.Log = &log
 	})
-	if rec := call(t, s, map[string]string{"Sluice-Type": "export", "Sluice-Job-Id": "a"}); rec.Code != 200 {
+	if rec := serve(t, s, map[string]string{"Sluice-Type": "export", "Sluice-Job-Id": "a"}); rec.Code != 200 {
 		t.Fatalf("export: %d %s", rec.Code, rec.Body)
 	}
 	clk.Set(10 * time.Second)
-	if rec := call(t, s, map[string]string{"X-Cost": "4", "X-Job-Id": "b"}); rec.Code != 200 {
+	if rec := serve(t, s, map[string]string{"X-Cost": "4", "X-Job-Id": "b"}); rec.Code != 200 {
 		t.Fatalf("X-Cost 4: %d", rec.Code)
 	}
 	clk.Set(20*time.Second + 300*time.Millisecond)
 	// 9 units in the window; 2 more fit only once the 5 taken at 0 s leave
 	// at 60 s: an exact wait of 39.7 s, sent as 40.
-	rec := call(t, s, map[string]string{"X-Job-Type": "other", "X-Cost": "2"})
+	rec := serve(t, s, map[string]string{"X-Job-Type": "other", "X-Cost": "2"})
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "40" {
 		t.Fatalf("want 429 with Retry-After 40, got %d %q", rec.Code, rec.Header().Get("Retry-After"))
 	}
-	if rec := call(t, s, map[string]string{"Sluice-Job-Id": "c"}); rec.Code != 200 { // default cost 1 fits
+	if rec := serve(t, s, map[string]string{"Sluice-Job-Id": "c"}); rec.Code != 200 { // default cost 1 fits
 		t.Fatalf("default cost: %d", rec.Code)
 	}
 	clk.Set(60 * time.Second)
-	if rec := call(t, s, map[string]string{"X-Cost": "2", "Sluice-Job-Id": "a"}); rec.Code != 200 {
+	if rec := serve(t, s, map[string]string{"X-Cost": "2", "Sluice-Job-Id": "a"}); rec.Code != 200 {
 		t.Fatalf("after Retry-After: %d", rec.Code)
 	}
-	if rec := call(t, s, map[string]string{"X-Cost": "-1"}); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "X-Cost") {
+	if rec := serve(t, s, map[string]string{"X-Cost": "-1"}); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "X-Cost") {
 		t.Fatalf("bad cost: %d %s", rec.Code, rec.Body)
 	}
-	if rec := call(t, s, map[string]string{"X-Cost": "11"}); rec.Code != http.StatusRequestEntityTooLarge {
+	if rec := serve(t, s, map[string]string{"X-Cost": "11"}); rec.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("cost over the quota: %d", rec.Code)
 	}
 	st := s.Stats()

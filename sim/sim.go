@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -31,7 +32,7 @@ type coreOp struct {
 	Status  limiter.Status // acquire: the decision at once
 	Reason  limiter.Reason // reject
 	SentAt  time.Duration  // observe
-	Outcome limiter.Outcome
+	Outcome call.Outcome
 	Count   int     // new, instances
 	Rate    float64 // the core's rate after the call
 }
@@ -409,9 +410,9 @@ func (r *runner) response(e *event) {
 		return
 	}
 	if in.core != nil && r.cfg.Mode != ModeStatic {
-		o := limiter.Outcome{Kind: limiter.Success, Status: 200}
+		o := call.Outcome{Kind: call.Success, Status: 200}
 		if !e.ok {
-			o = limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: time.Duration(e.ra) * time.Second}
+			o = call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Duration(e.ra) * time.Second}
 		}
 		in.core.Observe(r.vt(r.now), r.vt(e.sentAt), j.cost, o)
 		r.record(coreOp{Inst: in.idx, Op: "observe", At: r.now, ID: j.grant, SentAt: e.sentAt, Units: j.cost, Outcome: o})

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -52,7 +53,7 @@ func TestTraceMatchesShell(t *testing.T) {
 			count := map[string]int{}
 			for _, op := range ops {
 				count[op.Op]++
-				if op.Op == "observe" && op.Outcome.Kind == limiter.Throttle {
+				if op.Op == "observe" && op.Outcome.Kind == call.Throttle {
 					count["throttle"]++
 				}
 				if op.Op == "reject" || op.Op == "acquire" && op.Status == limiter.Rejected {

@@ -10,8 +10,8 @@
 // crash between the two. Records may be published more than once (at-least
 // once); natsout deduplicates by key within the stream's duplicate window.
 //
-// Implementations: Discard (kind "none"), jsonl, natsout and pubsubout.
-// All are safe for concurrent use.
+// Implementations: jsonl, natsout and pubsubout (an output of kind "none"
+// is no output at all). All are safe for concurrent use.
 package sinks
 
 import (
@@ -32,15 +32,3 @@ type Output interface {
 	// was given.
 	Close() error
 }
-
-// Discard is the output of kind "none": it accepts every record and keeps
-// nothing.
-type Discard struct{}
-
-var _ Output = Discard{}
-
-// Publish does nothing; it fails only when ctx is already done.
-func (Discard) Publish(ctx context.Context, _ string, _ []byte) error { return ctx.Err() }
-
-// Close does nothing.
-func (Discard) Close() error { return nil }

@@ -3,7 +3,6 @@ package worker_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -180,7 +179,7 @@ func workerDrain(b *testing.B, cfg natsjs.Config, target string, n int, hits *at
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{MaxInFlight: benchConcurrency}, worker.Deps{Source: src, Target: sinkTarget{sink}, Limiter: lim})
+	w, err := worker.New(worker.Config{MaxInFlight: benchConcurrency}, worker.Deps{Source: src, Target: sink, Limiter: lim})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -202,16 +201,4 @@ func workerDrain(b *testing.B, cfg natsjs.Config, target string, n int, hits *at
 			b.Fatalf("worker: target saw %d requests, want %d", got, n)
 		}
 	}
-}
-
-// sinkTarget adapts httpapi.Sink to worker.Target as cmd/sluice does.
-type sinkTarget struct{ s *httpapi.Sink }
-
-func (t sinkTarget) Send(ctx context.Context, r worker.Request) (worker.Response, error) {
-	res, err := t.s.Send(ctx, httpapi.Request(r))
-	var se *httpapi.StatusError
-	if err != nil && !errors.As(err, &se) {
-		return worker.Response{}, err
-	}
-	return worker.Response{Status: res.Status, Header: res.Header, Body: res.Body, Outcome: res.Outcome}, nil
 }

@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/limiter"
 )
 
 // Envelope modes accepted in JobsConfig.Envelope.
@@ -34,21 +38,6 @@ const DefaultMaxEnvelopeBytes = 1 << 20
 // source's message limit (Pub/Sub's is 10 MB, a NATS server's at most
 // 64 MiB).
 const MaxMaxEnvelopeBytes = 64 << 20
-
-// Reasons an invalid job is dead-lettered with. They are stable: dead-letter
-// records carry them and `sluice dlq replay --reason` filters on them.
-const (
-	ReasonTooLarge       = "envelope_too_large" // payload over MaxEnvelopeBytes
-	ReasonBadJSON        = "bad_json"           // not a JSON object, or a field of the wrong type
-	ReasonUnknownType    = "unknown_type"       // strict mode and the type is not configured
-	ReasonBadCost        = "bad_cost"           // cost not a finite number >= 0
-	ReasonBodyConflict   = "body_conflict"      // both body and body_base64
-	ReasonBadBodyBase64  = "bad_body_base64"    // body_base64 is not standard base64
-	ReasonBadMethod      = "bad_method"         // method is not an HTTP token
-	ReasonBadPath        = "bad_path"           // path would leave the target, or is not a path
-	ReasonBadHeader      = "bad_header"         // a header name or value that cannot be sent
-	ReasonInvalidRequest = "invalid_request"    // the target refused to build the request
-)
 
 // JobType holds the defaults for one job type.
 type JobType struct {
@@ -103,27 +92,31 @@ func (c JobsConfig) Validate() error {
 	} else if c.MaxEnvelopeBytes > MaxMaxEnvelopeBytes {
 		errs = append(errs, fmt.Errorf("worker: jobs.max_envelope_bytes: must be <= %d, got %d", MaxMaxEnvelopeBytes, c.MaxEnvelopeBytes))
 	}
-	for name, t := range c.Types {
-		if err := t.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("worker: jobs.types.%s.%w", name, err))
+	for _, name := range slices.Sorted(maps.Keys(c.Types)) {
+		for _, err := range c.Types[name].validate("jobs.types." + name) {
+			errs = append(errs, fmt.Errorf("worker: %w", err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (t JobType) validate() error {
-	if t.Method != "" && !validMethod(t.Method) {
-		return fmt.Errorf("method: must be an HTTP method token, got %q", t.Method)
-	}
-	if t.Path != "" {
-		if err := checkPath(t.Path); err != nil {
-			return fmt.Errorf("path: %v, got %q", err, t.Path)
+// validate reports the type's bad fields, named under prefix.
+func (t JobType) validate(prefix string) []error {
+	var errs []error
+	if t.Method != "" {
+		if e := call.CheckMethod(prefix+".method", t.Method); e != nil {
+			errs = append(errs, e)
 		}
 	}
-	if !validCost(t.Cost) {
-		return fmt.Errorf("cost: must be a finite number >= 0, got %v", t.Cost)
+	if t.Path != "" {
+		if e := call.CheckPath(prefix+".path", t.Path); e != nil {
+			errs = append(errs, e)
+		}
 	}
-	return nil
+	if e := limiter.CheckCost(prefix+".cost", t.Cost); e != nil {
+		errs = append(errs, e)
+	}
+	return errs
 }
 
 // Job is a decoded job: what to send and what it costs.
@@ -140,15 +133,15 @@ type Job struct {
 // InvalidJobError says why a message is not a job. Retrying cannot help; the
 // worker dead-letters the message at once with Reason.
 type InvalidJobError struct {
-	Reason string // one of the Reason constants
+	Reason Reason
 	Detail string
 }
 
 func (e *InvalidJobError) Error() string {
-	return "worker: invalid job: " + e.Reason + ": " + e.Detail
+	return "worker: invalid job: " + e.Reason.String() + ": " + e.Detail
 }
 
-func invalid(reason, format string, args ...any) error {
+func invalid(reason Reason, format string, args ...any) error {
 	return &InvalidJobError{Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
 
@@ -280,14 +273,14 @@ func (d *Decoder) applyType(job *Job, env *envelope, cost *float64) error {
 	}
 	if env != nil {
 		if env.Method != nil && *env.Method != "" {
-			if !validMethod(*env.Method) {
-				return invalid(ReasonBadMethod, "method %q is not an HTTP token", truncate(*env.Method, 64))
+			if e := call.CheckMethod("method", *env.Method); e != nil {
+				return invalid(ReasonBadMethod, "%v", e)
 			}
 			job.Method = *env.Method
 		}
 		if env.Path != nil && *env.Path != "" {
-			if err := checkPath(*env.Path); err != nil {
-				return invalid(ReasonBadPath, "path %q: %v", truncate(*env.Path, 256), err)
+			if e := call.CheckPath("path", *env.Path); e != nil {
+				return invalid(ReasonBadPath, "%v", e)
 			}
 			job.Path = *env.Path
 		}
@@ -308,34 +301,11 @@ func parseCost(raw json.RawMessage) (float64, bool, error) {
 		return 0, false, invalid(ReasonBadCost, "cost must be a number, got %s", truncate(string(raw), 32))
 	}
 	v, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || !validCost(v) {
+	if err != nil || limiter.CheckCost("cost", v) != nil {
 		return 0, false, invalid(ReasonBadCost, "cost must be a finite number >= 0, got %s", truncate(string(raw), 32))
 	}
 	return v, true, nil
 }
-
-func validCost(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
-
-// checkPath accepts an absolute path on the target: it starts with a single
-// "/", and holds no backslash, control character or space, so that joining
-// it to the base URL cannot change the scheme, host or port.
-func checkPath(p string) error {
-	switch {
-	case !strings.HasPrefix(p, "/"):
-		return errors.New("must start with \"/\"")
-	case strings.HasPrefix(p, "//"):
-		return errors.New("must not start with \"//\"")
-	}
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; c <= ' ' || c == 0x7f || c == '\\' {
-			return errors.New("must not hold spaces, control characters or backslashes")
-		}
-	}
-	return nil
-}
-
-// validMethod reports whether m is an HTTP token (RFC 9110, 5.6.2).
-func validMethod(m string) bool { return len(m) <= 32 && httpguts.ValidHeaderFieldName(m) }
 
 func lookupHeader(h map[string]string, name string) string {
 	if v, ok := h[name]; ok {

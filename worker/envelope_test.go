@@ -8,6 +8,9 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/limiter"
 )
 
 func testJobs() JobsConfig {
@@ -116,7 +119,7 @@ func TestDecodeInvalid(t *testing.T) {
 		cfg    JobsConfig
 		header map[string]string
 		data   string
-		reason string
+		reason Reason
 	}{
 		{"not JSON", testJobs(), nil, `hello`, ReasonBadJSON},
 		{"empty", testJobs(), nil, ``, ReasonBadJSON},
@@ -153,7 +156,7 @@ func TestDecodeInvalid(t *testing.T) {
 				t.Fatalf("Decode error = %v, want *InvalidJobError", err)
 			}
 			if ie.Reason != tt.reason {
-				t.Errorf("reason = %q (%v), want %q", ie.Reason, err, tt.reason)
+				t.Errorf("reason = %v (%v), want %v", ie.Reason, err, tt.reason)
 			}
 		})
 	}
@@ -217,11 +220,11 @@ func FuzzDecode(f *testing.F) {
 		job, err := dec.Decode("m1", map[string]string{TypeHeader: "export"}, data)
 		if err != nil {
 			var ie *InvalidJobError
-			if !errors.As(err, &ie) || ie.Reason == "" {
+			if !errors.As(err, &ie) || ie.Reason == 0 {
 				t.Fatalf("error %v is not an *InvalidJobError with a reason", err)
 			}
 			if len(data) > cfg.MaxEnvelopeBytes && ie.Reason != ReasonTooLarge {
-				t.Fatalf("oversized payload gave %q", ie.Reason)
+				t.Fatalf("oversized payload gave %v", ie.Reason)
 			}
 			if !utf8.ValidString(err.Error()) && utf8.Valid(data) {
 				t.Fatalf("error is not valid UTF-8: %q", err)
@@ -231,13 +234,13 @@ func FuzzDecode(f *testing.F) {
 		if len(data) > cfg.MaxEnvelopeBytes {
 			t.Fatal("oversized payload accepted")
 		}
-		if checkPath(job.Path) != nil {
+		if call.CheckPath("path", job.Path) != nil {
 			t.Fatalf("accepted path %q", job.Path)
 		}
-		if !validMethod(job.Method) {
+		if call.CheckMethod("method", job.Method) != nil {
 			t.Fatalf("accepted method %q", job.Method)
 		}
-		if !validCost(job.Cost) {
+		if limiter.CheckCost("cost", job.Cost) != nil {
 			t.Fatalf("accepted cost %v", job.Cost)
 		}
 		for k, vs := range job.Header {

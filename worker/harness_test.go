@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/memory"
@@ -28,7 +29,7 @@ type handlerTarget struct {
 
 var errDrop = errors.New("connection reset")
 
-func (t handlerTarget) Send(ctx context.Context, req Request) (resp Response, err error) {
+func (t handlerTarget) Send(ctx context.Context, req call.Request) (resp call.Response, err error) {
 	if t.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.timeout)
@@ -47,21 +48,21 @@ func (t handlerTarget) Send(ctx context.Context, req Request) (resp Response, er
 	select {
 	case p := <-done:
 		if p == errDrop {
-			return Response{}, errDrop
+			return call.Response{}, errDrop
 		} else if p != nil {
 			panic(p)
 		}
 	case <-ctx.Done():
 		<-done
-		return Response{}, ctx.Err()
+		return call.Response{}, ctx.Err()
 	}
 	res := rec.Result()
 	body, _ := io.ReadAll(res.Body)
-	return Response{
+	return call.Response{
 		Status:  res.StatusCode,
 		Header:  res.Header,
 		Body:    body,
-		Outcome: limiter.Classifier{}.Classify(res.StatusCode, res.Header, time.Now()),
+		Outcome: call.Classifier{}.Classify(res.StatusCode, res.Header, time.Now()),
 	}, nil
 }
 
@@ -198,7 +199,7 @@ type gate struct {
 	block    bool
 	ch       chan struct{}
 	waits    int
-	observed []limiter.Outcome
+	observed []call.Outcome
 }
 
 func (g *gate) Wait(ctx context.Context, units float64) (limiter.Ticket, error) {
@@ -223,7 +224,7 @@ func (g *gate) Wait(ctx context.Context, units float64) (limiter.Ticket, error) 
 	return limiter.Ticket{Granted: time.Now(), Units: units}, nil
 }
 
-func (g *gate) Observe(_ limiter.Ticket, o limiter.Outcome) {
+func (g *gate) Observe(_ limiter.Ticket, o call.Outcome) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.observed = append(g.observed, o)
@@ -292,7 +293,7 @@ func newHarness(t *testing.T, cfg Config, qcfg memory.Config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.w.jitter = func(n time.Duration) time.Duration { return n } // the ceiling, so waits are exact
+	h.w.jitter = func() float64 { return 1 } // the ceiling, so waits are exact
 	return h
 }
 

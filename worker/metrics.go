@@ -1,29 +1,16 @@
 package worker
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/call"
 )
 
-// Job outcomes, the values of the outcome label of sluice_jobs_total.
-const (
-	OutcomeSucceeded    = "succeeded"     // acked after a response below 400
-	OutcomeDeadLettered = "dead_lettered" // dead-lettered, then terminated
-	OutcomeRedelivered  = "redelivered"   // naked with a delay after its attempts failed
-	OutcomeRejected     = "rejected"      // naked because the limiter rejected it
-	OutcomeReleased     = "released"      // naked with no delay at shutdown
-	OutcomeUnsettled    = "unsettled"     // an output or the queue failed; the queue redelivers it
-)
-
-// Metrics are the worker's Prometheus metrics. Build them with NewMetrics;
-// a nil *Metrics records nothing.
-type Metrics struct {
-	jobs     *prometheus.CounterVec   // outcome, type
-	attempts *prometheus.CounterVec   // result
-	latency  *prometheus.HistogramVec // status_class
-	inFlight prometheus.Gauge
-}
-
-// NewMetrics registers the worker's metrics with reg:
+// Metrics are the worker's Prometheus metrics, a prometheus.Collector that
+// the caller registers (Register or MustRegister) and passes in
+// Deps.Metrics. A nil *Metrics records nothing. Give each Worker its own.
 //
 //   - sluice_jobs_total{outcome,type}: jobs settled, by outcome and job type
 //     (types that are not configured count as "other", so a queue cannot
@@ -34,8 +21,18 @@ type Metrics struct {
 //   - sluice_target_latency_seconds{status_class}: the target's latency, by
 //     1xx…5xx or "error";
 //   - sluice_jobs_in_flight: jobs held by the worker.
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
+type Metrics struct {
+	jobs     *prometheus.CounterVec   // outcome, type
+	attempts *prometheus.CounterVec   // result
+	latency  *prometheus.HistogramVec // status_class
+	inFlight prometheus.Gauge
+}
+
+var _ prometheus.Collector = (*Metrics)(nil)
+
+// NewMetrics returns the worker's metrics, registered nowhere.
+func NewMetrics() *Metrics {
+	return &Metrics{
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_jobs_total",
 			Help: "Jobs settled by the worker, by outcome and job type.",
@@ -54,31 +51,23 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Jobs held by the worker: received and not yet settled.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.jobs, m.attempts, m.latency, m.inFlight} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
 }
 
-func (m *Metrics) job(outcome, typ string) {
-	if m != nil {
-		m.jobs.WithLabelValues(outcome, typ).Inc()
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.jobs, m.attempts, m.latency, m.inFlight}
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
 	}
 }
 
-func (m *Metrics) attempt(result string, status int, seconds float64) {
-	if m == nil {
-		return
-	}
-	m.attempts.WithLabelValues(result).Inc()
-	m.latency.WithLabelValues(statusClass(status)).Observe(seconds)
-}
-
-func (m *Metrics) addInFlight(d float64) {
-	if m != nil {
-		m.inFlight.Add(d)
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.collectors() {
+		c.Collect(ch)
 	}
 }
 
@@ -91,4 +80,83 @@ func statusClass(status int) string {
 		return "error"
 	}
 	return statusClasses[status/100-1]
+}
+
+// Stats is a snapshot of a Worker's counts since New. The counts are
+// read one by one, so a snapshot taken while jobs settle may be off by
+// the jobs settled meanwhile.
+type Stats struct {
+	// Received counts the messages taken from the source.
+	Received int64
+	// InFlight is the jobs held now: received and not yet settled.
+	InFlight int64
+	// Jobs counts settled jobs by outcome (the outcome label of
+	// sluice_jobs_total); every outcome has a key.
+	Jobs map[Outcome]int64
+	// Attempts counts calls to the target by the class of their result
+	// (the result label of sluice_attempts_total); every class has a key.
+	Attempts map[call.Kind]int64
+}
+
+// counters are the Worker's own counts behind Stats.
+type counters struct {
+	received atomic.Int64
+	inFlight atomic.Int64
+	jobs     [numOutcomes]atomic.Int64
+	attempts [call.NetworkError + 1]atomic.Int64
+}
+
+// Stats returns a snapshot of the worker's counts. It is safe to call at
+// any time, from any goroutine, with or without Metrics.
+func (w *Worker) Stats() Stats {
+	s := Stats{
+		Received: w.stats.received.Load(),
+		InFlight: w.stats.inFlight.Load(),
+		Jobs:     make(map[Outcome]int64, numOutcomes),
+		Attempts: make(map[call.Kind]int64, len(w.stats.attempts)),
+	}
+	for o := range numOutcomes {
+		s.Jobs[o] = w.stats.jobs[o].Load()
+	}
+	for k := range w.stats.attempts {
+		s.Attempts[call.Kind(k)] = w.stats.attempts[k].Load()
+	}
+	return s
+}
+
+// settled counts a job settled with outcome.
+func (w *Worker) settled(o Outcome, typ string) {
+	if o >= 0 && o < numOutcomes {
+		w.stats.jobs[o].Add(1)
+	}
+	if m := w.metrics; m != nil {
+		m.jobs.WithLabelValues(o.String(), w.typeLabel(typ)).Inc()
+	}
+}
+
+// attempted counts a call to the target.
+func (w *Worker) attempted(k call.Kind, status int, seconds float64) {
+	if k >= 0 && int(k) < len(w.stats.attempts) {
+		w.stats.attempts[k].Add(1)
+	}
+	if m := w.metrics; m != nil {
+		m.attempts.WithLabelValues(k.String()).Inc()
+		m.latency.WithLabelValues(statusClass(status)).Observe(seconds)
+	}
+}
+
+// held adds d to the jobs held.
+func (w *Worker) held(d int64) {
+	w.stats.inFlight.Add(d)
+	if m := w.metrics; m != nil {
+		m.inFlight.Add(float64(d))
+	}
+}
+
+// typeLabel bounds the type label to the configured types.
+func (w *Worker) typeLabel(t string) string {
+	if _, ok := w.cfg.Jobs.Types[t]; ok || t == w.cfg.Jobs.DefaultType {
+		return t
+	}
+	return "other"
 }

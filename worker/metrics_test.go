@@ -1,6 +1,19 @@
 package worker
 
-import "testing"
+import (
+	"context"
+	"reflect"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/sources"
+	"github.com/sluicehq/sluice/sources/memory"
+)
 
 func TestStatusClass(t *testing.T) {
 	for status, want := range map[int]string{
@@ -14,4 +27,58 @@ func TestStatusClass(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _ = statusClass(503) }); n != 0 {
 		t.Errorf("statusClass allocates %v times", n)
 	}
+}
+
+// Attempts are counted by result and timed by status class; the type label
+// of an unconfigured type is "other".
+func TestMetricsLabels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := memory.NewQueue(memory.Config{})
+		target := newScript()
+		target.on("a", status(503, ""), status(200, ""))
+		m := NewMetrics()
+		if err := prometheus.NewRegistry().Register(m); err != nil {
+			t.Fatal(err)
+		}
+		w, err := New(Config{Jobs: testJobs()}, Deps{Source: q.Source(), Target: handlerTarget{h: target}, Metrics: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.jitter = func() float64 { return 0 }
+		q.Publish(context.Background(), sources.Outgoing{ID: "1", Data: []byte(`{"type":"made-up-1","headers":{"X-Job":"a"}}`)})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- w.Run(ctx) }()
+		for target.count() < 2 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		cancel()
+		<-done
+		checks := []struct {
+			name string
+			got  float64
+			want float64
+		}{
+			{"attempts{server_error}", testutil.ToFloat64(m.attempts.WithLabelValues("server_error")), 1},
+			{"attempts{success}", testutil.ToFloat64(m.attempts.WithLabelValues("success")), 1},
+			{"jobs{succeeded,other}", testutil.ToFloat64(m.jobs.WithLabelValues(OutcomeSucceeded.String(), "other")), 1},
+			{"latency series (2xx, 5xx)", float64(testutil.CollectAndCount(m.latency)), 2},
+		}
+		for _, c := range checks {
+			if c.got != c.want {
+				t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+			}
+		}
+		// Stats holds the same counts as the metrics.
+		st := w.Stats()
+		want := Stats{Received: 1, InFlight: 0,
+			Jobs: map[Outcome]int64{OutcomeSucceeded: 1, OutcomeDeadLettered: 0, OutcomeRedelivered: 0,
+				OutcomeRejected: 0, OutcomeReleased: 0, OutcomeUnsettled: 0},
+			Attempts: map[call.Kind]int64{call.Success: 1, call.Throttle: 0, call.ServerError: 1,
+				call.ClientError: 0, call.NetworkError: 0}}
+		if !reflect.DeepEqual(st, want) {
+			t.Errorf("Stats = %+v\nwant %+v", st, want)
+		}
+	})
 }

@@ -6,17 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-)
 
-// Reasons the worker dead-letters a job with, besides the invalid-job
-// reasons of the decoder.
-const (
-	// ReasonClientError: the target answered with a 4xx that is not a
-	// throttle; retrying cannot help.
-	ReasonClientError = "client_error"
-	// ReasonMaxDeliveries: the job failed with a throttle, a 5xx, a network
-	// error or a timeout on its last allowed delivery.
-	ReasonMaxDeliveries = "max_deliveries"
+	"github.com/sluicehq/sluice/call"
 )
 
 // DeadLetter is the record published for a job that is given up. It holds
@@ -81,7 +72,7 @@ type Result struct {
 	BodyTruncated bool `json:"body_truncated,omitempty"`
 }
 
-func newResult(job Job, resp Response, names []string) Result {
+func newResult(job Job, resp call.Response, names []string) Result {
 	r := Result{ID: job.ID, Type: job.Type, Status: resp.Status}
 	for _, n := range names {
 		if v := resp.Header.Get(n); v != "" {

@@ -38,7 +38,7 @@ func TestFitRecord(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := DeadLetter{ID: "j1", Reason: ReasonBadJSON, Detail: "syntax error", Headers: map[string]string{"Nats-Msg-Id": "j1"}}
+			rec := DeadLetter{ID: "j1", Reason: ReasonBadJSON.String(), Detail: "syntax error", Headers: map[string]string{"Nats-Msg-Id": "j1"}}
 			rec.setPayload(tc.payload, len(tc.payload))
 			whole, _ := json.Marshal(rec)
 			if len(whole) <= tc.max {
@@ -71,7 +71,7 @@ func TestFitRecord(t *testing.T) {
 		})
 	}
 
-	rec := DeadLetter{ID: "j2", Reason: ReasonBadJSON}
+	rec := DeadLetter{ID: "j2", Reason: ReasonBadJSON.String()}
 	payload := []byte(strings.Repeat("y", 5000))
 	rec.setPayload(payload, len(payload))
 	whole, _ := json.Marshal(rec)

@@ -1,21 +1,16 @@
 package worker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/memory"
 )
@@ -72,7 +67,7 @@ func TestDecisionClientError(t *testing.T) {
 					t.Fatalf("requests = %d, want 1", n)
 				}
 				evs := h.events("j1")
-				if len(evs) != 1 || evs[0].Kind != memory.EventTerm || evs[0].Reason != ReasonClientError {
+				if len(evs) != 1 || evs[0].Kind != memory.EventTerm || evs[0].Reason != ReasonClientError.String() {
 					t.Fatalf("queue actions = %+v, want one term(client_error)", evs)
 				}
 				dl := h.dlq.deadLetters(t)
@@ -80,7 +75,7 @@ func TestDecisionClientError(t *testing.T) {
 					t.Fatalf("dead letters = %d, want 1", len(dl))
 				}
 				d := dl[0]
-				if d.ID != "j1" || d.Type != "default" || d.Reason != ReasonClientError || d.Status != code ||
+				if d.ID != "j1" || d.Type != "default" || d.Reason != ReasonClientError.String() || d.Status != code ||
 					d.BodyExcerpt != "no such " || d.Attempts != 1 || d.Deliveries != 1 || d.Worker != "w1" ||
 					!strings.Contains(d.Payload, `"id":"j1"`) || d.FirstAt.IsZero() || d.LastAt.Before(d.FirstAt) {
 					t.Errorf("dead letter = %+v", d)
@@ -177,11 +172,11 @@ func TestDecisionMaxDeliveries(t *testing.T) {
 			t.Errorf("nak delays = %v, want %v", delays, want)
 		}
 		last := evs[len(evs)-1]
-		if last.Kind != memory.EventTerm || last.Reason != ReasonMaxDeliveries || last.DeliveryCount != 4 {
+		if last.Kind != memory.EventTerm || last.Reason != ReasonMaxDeliveries.String() || last.DeliveryCount != 4 {
 			t.Errorf("last action = %+v, want term(max_deliveries) on delivery 4", last)
 		}
 		dl := h.dlq.deadLetters(t)
-		if len(dl) != 1 || dl[0].Reason != ReasonMaxDeliveries || dl[0].Status != 503 || dl[0].Deliveries != 4 ||
+		if len(dl) != 1 || dl[0].Reason != ReasonMaxDeliveries.String() || dl[0].Status != 503 || dl[0].Deliveries != 4 ||
 			dl[0].Attempts != 2 || dl[0].BodyExcerpt != "busy" {
 			t.Errorf("dead letters = %+v", dl)
 		}
@@ -209,6 +204,11 @@ func TestDecisionLimiterRejected(t *testing.T) {
 		if h.dlq.count() != 0 {
 			t.Errorf("dead-lettered a rejected job")
 		}
+		// Stats count without Metrics.
+		st := h.w.Stats()
+		if st.Received != 1 || st.InFlight != 0 || st.Jobs[OutcomeRejected] != 1 || st.Jobs[OutcomeSucceeded] != 0 || st.Attempts[call.Success] != 0 {
+			t.Errorf("Stats = %+v, want 1 received, 1 rejected, no attempt", st)
+		}
 	})
 }
 
@@ -218,7 +218,7 @@ func TestDecisionInvalidJob(t *testing.T) {
 	cases := []struct {
 		name   string
 		data   string
-		reason string
+		reason Reason
 	}{
 		{"bad JSON", `{"id":`, ReasonBadJSON},
 		{"unknown type in strict mode", `{"type":"nope"}`, ReasonUnknownType},
@@ -245,11 +245,11 @@ func TestDecisionInvalidJob(t *testing.T) {
 					t.Errorf("an invalid job waited on the limiter")
 				}
 				evs := h.events("m1")
-				if len(evs) != 1 || evs[0].Kind != memory.EventTerm || evs[0].Reason != tc.reason {
+				if len(evs) != 1 || evs[0].Kind != memory.EventTerm || evs[0].Reason != tc.reason.String() {
 					t.Fatalf("queue actions = %+v, want one term(%s)", evs, tc.reason)
 				}
 				dl := h.dlq.deadLetters(t)
-				if len(dl) != 1 || dl[0].Reason != tc.reason || dl[0].ID != "m1" || dl[0].Attempts != 0 || dl[0].Headers["Sluice-Type"] != "x" {
+				if len(dl) != 1 || dl[0].Reason != tc.reason.String() || dl[0].ID != "m1" || dl[0].Attempts != 0 || dl[0].Headers["Sluice-Type"] != "x" {
 					t.Fatalf("dead letters = %+v", dl)
 				}
 				data, err := dl[0].Data()
@@ -300,350 +300,6 @@ func TestDecisionShutdownWhileWaiting(t *testing.T) {
 		evs := h.events("j1")
 		if len(evs) != 1 || evs[0].Kind != memory.EventNak || evs[0].Delay != 0 {
 			t.Errorf("queue actions = %+v, want one nak(0)", evs)
-		}
-	})
-}
-
-// A request already sent when shutdown starts may finish within
-// shutdown_timeout and is settled by its result; one that outlives it is
-// cut and released.
-func TestShutdownInFlightRequest(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{ShutdownTimeout: 5 * time.Second}, memory.Config{})
-		h.target.on("fast", func(w http.ResponseWriter, r *http.Request) {
-			time.Sleep(3 * time.Second)
-			w.WriteHeader(200)
-		})
-		h.target.on("slow", func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-time.After(8 * time.Second):
-				w.WriteHeader(200)
-			case <-r.Context().Done():
-			}
-		})
-		h.job("fast", nil)
-		h.job("slow", nil)
-		h.start()
-		h.until("both sent", func() bool { return h.target.count() == 2 })
-		start := time.Now()
-		h.stop()
-		if d := time.Since(start); d != 5*time.Second {
-			t.Errorf("shutdown took %v, want shutdown_timeout (5s)", d)
-		}
-		if got := kinds(h.events("fast")); !slices.Equal(got, []memory.EventKind{memory.EventAck}) {
-			t.Errorf("fast: %v, want [ack]", got)
-		}
-		evs := h.events("slow")
-		if len(evs) != 1 || evs[0].Kind != memory.EventNak || evs[0].Delay != 0 {
-			t.Errorf("slow: %+v, want nak(0)", evs)
-		}
-	})
-}
-
-// While a job waits, its ack deadline is extended every ack_wait/3, so the
-// queue never redelivers it.
-func TestInProgressWhileWaiting(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{}, memory.Config{AckWait: 30 * time.Second})
-		h.lim.block = true
-		h.job("j1", nil)
-		h.start()
-		time.Sleep(95 * time.Second)
-		var inProgress int
-		for _, e := range h.q.Events() {
-			if e.Kind == memory.EventInProgress {
-				inProgress++
-			}
-		}
-		if inProgress != 9 {
-			t.Errorf("InProgress calls in 95 s = %d, want 9 (every 10 s)", inProgress)
-		}
-		st := h.q.Stats()
-		if st.Redelivered != 0 {
-			t.Errorf("job was redelivered while waiting")
-		}
-		h.lim.open()
-		h.until("j1 settled", func() bool { return h.settled("j1") })
-		h.stop()
-		if got := kinds(h.events("j1")); !slices.Equal(got, []memory.EventKind{memory.EventAck}) {
-			t.Errorf("queue actions = %v, want [ack]", got)
-		}
-	})
-}
-
-// countingSource records how much the worker asks for and how many
-// messages it holds.
-type countingSource struct {
-	src     Source
-	mu      sync.Mutex
-	maxAsk  int
-	held    int
-	maxHeld int
-}
-
-func (c *countingSource) Receive(ctx context.Context, n int) ([]sources.Message, error) {
-	c.mu.Lock()
-	c.maxAsk = max(c.maxAsk, n)
-	c.mu.Unlock()
-	msgs, err := c.src.Receive(ctx, n)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.held += len(msgs)
-	c.maxHeld = max(c.maxHeld, c.held)
-	out := make([]sources.Message, len(msgs))
-	for i, m := range msgs {
-		out[i] = &countedMessage{Message: m, c: c}
-	}
-	return out, err
-}
-
-type countedMessage struct {
-	sources.Message
-	c    *countingSource
-	once sync.Once
-}
-
-func (m *countedMessage) done() {
-	m.once.Do(func() { m.c.mu.Lock(); m.c.held--; m.c.mu.Unlock() })
-}
-func (m *countedMessage) Ack(ctx context.Context) error { m.done(); return m.Message.Ack(ctx) }
-func (m *countedMessage) Nak(ctx context.Context, d time.Duration) error {
-	m.done()
-	return m.Message.Nak(ctx, d)
-}
-func (m *countedMessage) Term(ctx context.Context, r string) error {
-	m.done()
-	return m.Message.Term(ctx, r)
-}
-
-// The worker never holds more than max_in_flight jobs and asks only for
-// the room it has.
-func TestMaxInFlight(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		q, _ := memory.NewQueue(memory.Config{})
-		for i := range 100 {
-			q.Publish(context.Background(), sources.Outgoing{ID: fmt.Sprint("j", i), Data: []byte(`{}`)})
-		}
-		src := &countingSource{src: q.Source()}
-		target := newScript()
-		target.on("", func(w http.ResponseWriter, r *http.Request) { time.Sleep(time.Second); w.WriteHeader(200) })
-		m, _ := NewMetrics(prometheus.NewRegistry())
-		w, err := New(Config{MaxInFlight: 7}, Deps{Source: src, Target: handlerTarget{h: target}, Metrics: m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- w.Run(ctx) }()
-		time.Sleep(500 * time.Millisecond) // the first pull took all the room
-		if got := testutil.ToFloat64(m.inFlight); got != 7 {
-			t.Errorf("sluice_jobs_in_flight = %v, want 7", got)
-		}
-		for target.count() < 100 {
-			time.Sleep(time.Second)
-		}
-		time.Sleep(2 * time.Second)
-		cancel()
-		<-done
-		if src.maxAsk > 7 || src.maxHeld > 7 {
-			t.Errorf("max asked %d, max held %d; want both <= 7", src.maxAsk, src.maxHeld)
-		}
-		if got := testutil.ToFloat64(m.jobs.WithLabelValues(OutcomeSucceeded, "default")); got != 100 {
-			t.Errorf("sluice_jobs_total{succeeded,default} = %v, want 100", got)
-		}
-		if got := testutil.ToFloat64(m.inFlight); got != 0 {
-			t.Errorf("sluice_jobs_in_flight after Run = %v, want 0", got)
-		}
-	})
-}
-
-// A dead letter that cannot be published is not acked: the job is naked
-// and comes back.
-func TestDeadLetterPublishFailureNaks(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{}, memory.Config{})
-		h.dlq.fail = errors.New("nats: timeout")
-		h.publish(sources.Outgoing{ID: "m1", Data: []byte(`nope`)})
-		h.start()
-		h.until("m1 naked", func() bool { return len(h.events("m1")) > 0 })
-		h.stop()
-		evs := h.events("m1")
-		if evs[0].Kind != memory.EventNak {
-			t.Errorf("queue actions = %+v, want nak first", evs)
-		}
-		if h.settled("m1") {
-			t.Errorf("m1 settled although its dead letter was not published")
-		}
-	})
-}
-
-// The limiter hears every attempt's outcome.
-func TestLimiterObservesEveryAttempt(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Config{}, memory.Config{})
-		h.target.on("j1", status(429, "", "Retry-After", "1"), status(500, ""), status(200, ""))
-		h.job("j1", map[string]any{"type": "export"})
-		h.start()
-		h.until("j1 settled", func() bool { return h.settled("j1") })
-		h.stop()
-		var got []limiter.Kind
-		for _, o := range h.lim.observed {
-			got = append(got, o.Kind)
-		}
-		if want := []limiter.Kind{limiter.Throttle, limiter.ServerError, limiter.Success}; !slices.Equal(got, want) {
-			t.Errorf("observed %v, want %v", got, want)
-		}
-	})
-}
-
-var _ Limiter = (*limiter.Limiter)(nil)
-
-// With the real limiter every attempt waits for its units: at 60 units per
-// minute and a bucket of one unit, jobs of cost 1 reach the target one per
-// second; a job of cost 5 is granted when the bucket is full and leaves a
-// debt of 4 units that the next job waits out.
-func TestRealLimiterPacesAttempts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		lcfg := limiter.DefaultConfig()
-		lcfg.InitialUnitsPerMinute = 60
-		lcfg.Burst = time.Second
-		lim, err := limiter.New(lcfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, _ := memory.NewQueue(memory.Config{})
-		target := newScript()
-		w, err := New(Config{MaxInFlight: 1, Jobs: testJobs()}, Deps{Source: q.Source(), Target: handlerTarget{h: target}, Limiter: lim})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, typ := range []string{"default", "default", "default", "export", "default"} {
-			q.Publish(context.Background(), sources.Outgoing{ID: fmt.Sprint(i), Data: fmt.Appendf(nil, `{"type":%q,"headers":{"X-Job":"a"}}`, typ)})
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- w.Run(ctx) }()
-		for target.count() < 5 {
-			time.Sleep(100 * time.Millisecond)
-		}
-		cancel()
-		<-done
-		hits := target.requests("a")
-		var offsets []time.Duration
-		for _, h := range hits {
-			offsets = append(offsets, h.At.Sub(hits[0].At))
-		}
-		want := []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second, 8 * time.Second}
-		if !slices.Equal(offsets, want) {
-			t.Errorf("requests at %v, want %v", offsets, want)
-		}
-	})
-}
-
-// checkTarget refuses paths under /admin without sending them.
-type checkTarget struct{ handlerTarget }
-
-func (c checkTarget) Check(r Request) error {
-	if strings.HasPrefix(r.Path, "/admin") {
-		return errors.New("httpapi: invalid request: path leaves the allowed prefix")
-	}
-	return nil
-}
-
-// A target that can check a request refuses it before the job waits for
-// units; the job is dead-lettered as an invalid request.
-func TestCheckerRefusesBeforeWaiting(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		q, _ := memory.NewQueue(memory.Config{})
-		target := newScript()
-		lim := &gate{}
-		dlq := &recordOutput{}
-		w, err := New(Config{Jobs: testJobs()}, Deps{Source: q.Source(), Target: checkTarget{handlerTarget{h: target}}, Limiter: lim, DeadLetters: dlq})
-		if err != nil {
-			t.Fatal(err)
-		}
-		q.Publish(context.Background(), sources.Outgoing{ID: "m1", Data: []byte(`{"path":"/admin/x"}`)})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- w.Run(ctx) }()
-		for dlq.count() == 0 {
-			time.Sleep(100 * time.Millisecond)
-		}
-		cancel()
-		<-done
-		dl := dlq.deadLetters(t)
-		if dl[0].Reason != ReasonInvalidRequest || !strings.Contains(dl[0].Detail, "allowed prefix") {
-			t.Errorf("dead letter = %+v", dl[0])
-		}
-		if target.count() != 0 || lim.waitCount() != 0 {
-			t.Errorf("target saw %d requests, limiter %d waits; want 0 and 0", target.count(), lim.waitCount())
-		}
-	})
-}
-
-func TestConfigValidate(t *testing.T) {
-	bad := map[string]Config{
-		"max_in_flight":  {MaxInFlight: -1},
-		"max_attempts":   {MaxAttempts: -2},
-		"backoff.cap":    {BackoffBase: 10 * time.Second, BackoffCap: time.Second},
-		"ack_wait":       {AckWait: -time.Second},
-		"result_headers": {ResultHeaders: []string{"X Bad"}},
-		"jobs.envelope":  {Jobs: JobsConfig{Envelope: "xml"}},
-	}
-	for field, c := range bad {
-		err := c.Validate()
-		if err == nil || !strings.Contains(err.Error(), field) {
-			t.Errorf("Validate(%+v) = %v, want an error naming %s", c, err, field)
-		}
-	}
-	if err := (Config{}).Validate(); err != nil {
-		t.Errorf("the zero Config: %v", err)
-	}
-	if _, err := New(Config{}, Deps{}); err == nil {
-		t.Errorf("New without a source and a target succeeded")
-	}
-}
-
-// Attempts are counted by result and timed by status class; the type label
-// of an unconfigured type is "other".
-func TestMetricsLabels(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		q, _ := memory.NewQueue(memory.Config{})
-		target := newScript()
-		target.on("a", status(503, ""), status(200, ""))
-		m, err := NewMetrics(prometheus.NewRegistry())
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := New(Config{Jobs: testJobs()}, Deps{Source: q.Source(), Target: handlerTarget{h: target}, Metrics: m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.jitter = func(time.Duration) time.Duration { return 0 }
-		q.Publish(context.Background(), sources.Outgoing{ID: "1", Data: []byte(`{"type":"made-up-1","headers":{"X-Job":"a"}}`)})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- w.Run(ctx) }()
-		for target.count() < 2 {
-			time.Sleep(100 * time.Millisecond)
-		}
-		time.Sleep(time.Second)
-		cancel()
-		<-done
-		checks := []struct {
-			name string
-			got  float64
-			want float64
-		}{
-			{"attempts{server_error}", testutil.ToFloat64(m.attempts.WithLabelValues("server_error")), 1},
-			{"attempts{success}", testutil.ToFloat64(m.attempts.WithLabelValues("success")), 1},
-			{"jobs{succeeded,other}", testutil.ToFloat64(m.jobs.WithLabelValues(OutcomeSucceeded, "other")), 1},
-			{"latency series (2xx, 5xx)", float64(testutil.CollectAndCount(m.latency)), 2},
-		}
-		for _, c := range checks {
-			if c.got != c.want {
-				t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
-			}
 		}
 	})
 }

@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/sinks/httpapi"
 	"github.com/sluicehq/sluice/worker"
 )
@@ -149,7 +149,7 @@ func defaultConfig() config {
 		Target: targetConfig{
 			Timeout:          limiterDuration(httpapi.DefaultTimeout),
 			MaxResponseBytes: httpapi.DefaultMaxResponseBytes,
-			MaxRetryAfter:    limiterDuration(limiter.DefaultMaxRetryAfter),
+			MaxRetryAfter:    limiterDuration(call.DefaultMaxRetryAfter),
 			UserAgent:        httpapi.DefaultUserAgent,
 			RateLimitHeaders: "none",
 			RateLimitReset:   "delta",
@@ -762,7 +762,7 @@ func (c *config) httpConfig() (httpapi.Config, error) {
 		ResponseHeaders:  c.Results.Headers,
 		UserAgent:        t.UserAgent,
 		LogURLPath:       t.LogURLPath,
-		Classifier: limiter.Classifier{
+		Classifier: call.Classifier{
 			ThrottleStatuses:         t.ThrottleStatuses,
 			ThrottleStatusesWithWait: t.ThrottleStatusesWithWait,
 			MaxRetryAfter:            time.Duration(t.MaxRetryAfter),
@@ -773,16 +773,16 @@ func (c *config) httpConfig() (httpapi.Config, error) {
 	}
 	var errs []error
 	for i, h := range t.RetryAfterHeaders {
-		unit := limiter.UnitSeconds
+		unit := call.UnitSeconds
 		if h.Unit != "" {
-			u, err := limiter.ParseHeaderUnit(h.Unit)
+			u, err := call.ParseHeaderUnit(h.Unit)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("retry_after_headers[%d].unit: must be seconds, milliseconds or unix, got %q", i, h.Unit))
 				continue
 			}
 			unit = u
 		}
-		hc.Classifier.RetryAfterHeaders = append(hc.Classifier.RetryAfterHeaders, limiter.RetryAfterHeader{Name: h.Name, Unit: unit})
+		hc.Classifier.RetryAfterHeaders = append(hc.Classifier.RetryAfterHeaders, call.RetryAfterHeader{Name: h.Name, Unit: unit})
 	}
 	rl, err := rateLimitHeaders(t.RateLimitHeaders, t.RateLimitReset)
 	if err != nil {
@@ -799,10 +799,10 @@ func (c *config) httpConfig() (httpapi.Config, error) {
 
 // rateLimitHeaders reads target.rate_limit_headers and
 // target.rate_limit_reset (docs/target.md, "Quota headers").
-func rateLimitHeaders(format, reset string) (limiter.RateLimitHeaders, error) {
-	var rl limiter.RateLimitHeaders
+func rateLimitHeaders(format, reset string) (call.RateLimitHeaders, error) {
+	var rl call.RateLimitHeaders
 	if format != "" {
-		f, err := limiter.ParseRateLimitFormat(format)
+		f, err := call.ParseRateLimitFormat(format)
 		if err != nil {
 			return rl, fmt.Errorf(`rate_limit_headers: must be none, ietf or x-ratelimit, got %q`, format)
 		}
@@ -811,10 +811,10 @@ func rateLimitHeaders(format, reset string) (limiter.RateLimitHeaders, error) {
 	switch reset {
 	case "", "delta":
 	case "unix":
-		if rl.Format != limiter.RateLimitX {
+		if rl.Format != call.RateLimitX {
 			return rl, fmt.Errorf(`rate_limit_reset: unix applies to rate_limit_headers: x-ratelimit only, got rate_limit_headers: %v`, rl.Format)
 		}
-		rl.Reset = limiter.UnitUnixTime
+		rl.Reset = call.UnitUnixTime
 	default:
 		return rl, fmt.Errorf(`rate_limit_reset: must be delta or unix, got %q`, reset)
 	}

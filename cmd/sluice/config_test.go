@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -93,7 +93,7 @@ metrics: {listen: "off"}
 	if len(hc.Classifier.RetryAfterHeaders) != 1 || hc.Classifier.RetryAfterHeaders[0].Name != "x-ms-retry-after-ms" {
 		t.Errorf("classifier = %+v", hc.Classifier)
 	}
-	if want := (limiter.RateLimitHeaders{Format: limiter.RateLimitX, Reset: limiter.UnitUnixTime}); hc.Classifier.RateLimitHeaders != want {
+	if want := (call.RateLimitHeaders{Format: call.RateLimitX, Reset: call.UnitUnixTime}); hc.Classifier.RateLimitHeaders != want {
 		t.Errorf("rate limit headers = %+v, want %+v", hc.Classifier.RateLimitHeaders, want)
 	}
 }

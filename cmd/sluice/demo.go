@@ -505,8 +505,8 @@ func (m *demoMonitor) sample() demoSample {
 			continue
 		}
 		s.rates[i] = metricSum(mfs, "sluice_limiter_rate_units_per_minute", nil)
-		s.settled += metricSum(mfs, "sluice_jobs_total", map[string]string{"outcome": worker.OutcomeSucceeded})
-		s.settled += metricSum(mfs, "sluice_jobs_total", map[string]string{"outcome": worker.OutcomeDeadLettered})
+		s.settled += metricSum(mfs, "sluice_jobs_total", map[string]string{"outcome": worker.OutcomeSucceeded.String()})
+		s.settled += metricSum(mfs, "sluice_jobs_total", map[string]string{"outcome": worker.OutcomeDeadLettered.String()})
 	}
 	s.drained = min(int64(s.settled), int64(m.o.jobs))
 	s.requests = s.api.AcceptedRequests + s.api.Throttled + s.api.TooLarge + s.api.BadRequests

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/cluster"
@@ -49,10 +50,7 @@ func (r *recordingRegisterer) Register(c prometheus.Collector) error {
 	if err := r.reg.Register(c); err != nil {
 		return err
 	}
-	_, isHist := c.(prometheus.Histogram)
-	if _, ok := c.(*prometheus.HistogramVec); ok {
-		isHist = true
-	}
+	hists := histogramsOf(c)
 	ch := make(chan *prometheus.Desc, 64)
 	go func() { c.Describe(ch); close(ch) }()
 	for d := range ch {
@@ -60,7 +58,7 @@ func (r *recordingRegisterer) Register(c prometheus.Collector) error {
 		if m == nil {
 			return fmt.Errorf("cannot read %s", d)
 		}
-		em := &exportedMetric{labels: map[string]bool{}, histogram: isHist}
+		em := &exportedMetric{labels: map[string]bool{}, histogram: hists[m[1]] || histogramName(m[1])}
 		for _, part := range []string{m[2], m[3]} {
 			for _, l := range strings.Split(part, ",") {
 				if name, _, _ := strings.Cut(strings.TrimSpace(l), "="); name != "" {
@@ -72,6 +70,28 @@ func (r *recordingRegisterer) Register(c prometheus.Collector) error {
 	}
 	return nil
 }
+
+// histogramsOf lists the histograms among the metrics c collects now. A
+// package's metrics are one collector of several families, so the type
+// of each is read from what it collects.
+func histogramsOf(c prometheus.Collector) map[string]bool {
+	out := map[string]bool{}
+	ch := make(chan prometheus.Metric, 64)
+	go func() { c.Collect(ch); close(ch) }()
+	for m := range ch {
+		var pb dto.Metric
+		if m.Write(&pb) == nil && pb.Histogram != nil {
+			if n := descRE.FindStringSubmatch(m.Desc().String()); n != nil {
+				out[n[1]] = true
+			}
+		}
+	}
+	return out
+}
+
+// histogramName: a histogram vector collects nothing before its first
+// observation; sluice's histograms, and only they, are in seconds.
+func histogramName(name string) bool { return strings.HasSuffix(name, "_seconds") }
 
 func (r *recordingRegisterer) MustRegister(cs ...prometheus.Collector) {
 	for _, c := range cs {
@@ -89,7 +109,7 @@ func exportedMetrics(t *testing.T) map[string]*exportedMetric {
 	t.Helper()
 	r := &recordingRegisterer{reg: prometheus.NewRegistry(), metrics: map[string]*exportedMetric{}}
 	limiter.NewMetrics(r)
-	if _, err := worker.NewMetrics(r); err != nil {
+	if err := r.Register(worker.NewMetrics()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cluster.NewMetrics(r); err != nil {

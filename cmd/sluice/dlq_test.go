@@ -99,7 +99,7 @@ metrics: {listen: "off"}
 		t.Errorf("replay output:\n%s", out)
 	}
 	dl := deadLetters(t, cfg, q)
-	if len(dl) != 1 || dl["c"].Reason != worker.ReasonBadJSON {
+	if len(dl) != 1 || dl["c"].Reason != worker.ReasonBadJSON.String() {
 		t.Errorf("dead letters after replay: %v", dl)
 	}
 
@@ -118,9 +118,9 @@ func TestDLQReplayJSONL(t *testing.T) {
 	dir := t.TempDir()
 	dlPath := filepath.Join(dir, "dead.jsonl")
 	records := []worker.DeadLetter{
-		{ID: "x", Type: "t", Reason: worker.ReasonClientError, Status: 404, Payload: `{"id":"x"}`},
-		{ID: "y", Type: "t", Reason: worker.ReasonTooLarge, Payload: `{"id":"y","body":"`, PayloadTruncated: true},
-		{ID: "z", Type: "u", Reason: worker.ReasonClientError, Status: 404, PayloadBase64: "eyJpZCI6InoifQ=="},
+		{ID: "x", Type: "t", Reason: worker.ReasonClientError.String(), Status: 404, Payload: `{"id":"x"}`},
+		{ID: "y", Type: "t", Reason: worker.ReasonTooLarge.String(), Payload: `{"id":"y","body":"`, PayloadTruncated: true},
+		{ID: "z", Type: "u", Reason: worker.ReasonClientError.String(), Status: 404, PayloadBase64: "eyJpZCI6InoifQ=="},
 	}
 	var buf bytes.Buffer
 	for _, r := range records {

@@ -57,7 +57,7 @@ func TestRunOversizedEnvelope(t *testing.T) {
 	}
 	dl := deadLetters(t, cfg, q)
 	rec, ok := dl["big"]
-	if len(dl) != 1 || !ok || rec.Reason != worker.ReasonTooLarge {
+	if len(dl) != 1 || !ok || rec.Reason != worker.ReasonTooLarge.String() {
 		t.Fatalf("dead letters: %+v", dl)
 	}
 	data, err := rec.Data()
@@ -93,8 +93,8 @@ func TestRunDeadLetterLargerThanMaxPayload(t *testing.T) {
 	dl := deadLetters(t, cfg, q)
 	for id, payload := range map[string][]byte{"near": nearLimit, "quotes": quotes} {
 		rec, ok := dl[id]
-		if !ok || rec.Reason != worker.ReasonBadJSON {
-			t.Errorf("%s: dead letter %+v, want reason %s", id, rec, worker.ReasonBadJSON)
+		if !ok || rec.Reason != worker.ReasonBadJSON.String() {
+			t.Errorf("%s: dead letter %+v, want reason %s", id, rec, worker.ReasonBadJSON.String())
 			continue
 		}
 		data, err := rec.Data()

@@ -213,11 +213,11 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 		defer deadLetters.Close()
 	}
 
-	wm, err := worker.NewMetrics(reg)
-	if err != nil {
+	wm := worker.NewMetrics()
+	if err := reg.Register(wm); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	deps := worker.Deps{Source: src, Target: httpTarget{sink}, Limiter: lim, Log: log, Metrics: wm}
+	deps := worker.Deps{Source: src, Target: sink, Limiter: lim, Log: log, Metrics: wm}
 	if results != nil {
 		deps.Results = results
 	}
@@ -351,34 +351,10 @@ func natsOutputConfig(section string, o outputConfig, jc natsjs.Config) natsout.
 	return natsout.Config{Subject: subject, Stream: jc.Stream + "_RESULTS", CreateStream: true}
 }
 
-// httpTarget adapts the HTTP sink to the worker's Target and Checker.
-type httpTarget struct{ s *httpapi.Sink }
-
 var (
-	_ worker.Target  = httpTarget{}
-	_ worker.Checker = httpTarget{}
+	_ worker.Target  = (*httpapi.Sink)(nil)
+	_ worker.Checker = (*httpapi.Sink)(nil)
 )
-
-func (t httpTarget) Check(r worker.Request) error {
-	if err := t.s.Check(httpapi.Request(r)); err != nil {
-		return &worker.InvalidJobError{Reason: worker.ReasonInvalidRequest, Detail: err.Error()}
-	}
-	return nil
-}
-
-func (t httpTarget) Send(ctx context.Context, r worker.Request) (worker.Response, error) {
-	res, err := t.s.Send(ctx, httpapi.Request(r))
-	resp := worker.Response{Status: res.Status, Header: res.Header, Body: res.Body, Outcome: res.Outcome}
-	var se *httpapi.StatusError
-	switch {
-	case err == nil, errors.As(err, &se):
-		return resp, nil
-	case errors.Is(err, httpapi.ErrInvalidRequest):
-		return resp, &worker.InvalidJobError{Reason: worker.ReasonInvalidRequest, Detail: err.Error()}
-	default:
-		return resp, err
-	}
-}
 
 // applySourceFlags sets the embedded-server and NATS flags of `sluice run`
 // on the source section.

@@ -90,7 +90,7 @@ metrics: {listen: "off"}
 		}
 		reasons[d.ID] = d.Reason
 	}
-	if reasons["missing"] != worker.ReasonClientError || len(reasons) != 2 {
+	if reasons["missing"] != worker.ReasonClientError.String() || len(reasons) != 2 {
 		t.Errorf("dead letters: %v", reasons)
 	}
 	if api.count("ok") != 1 || api.count("missing") != 1 {

@@ -295,8 +295,8 @@ func TestRunEndToEnd(t *testing.T) {
 
 	dl := deadLetters(t, cfg, q)
 	want := map[string]string{
-		"missing": worker.ReasonClientError, "throttled": worker.ReasonMaxDeliveries,
-		"garbage": worker.ReasonBadJSON, "unknown-type": worker.ReasonUnknownType, "neg-cost": worker.ReasonBadCost,
+		"missing": worker.ReasonClientError.String(), "throttled": worker.ReasonMaxDeliveries.String(),
+		"garbage": worker.ReasonBadJSON.String(), "unknown-type": worker.ReasonUnknownType.String(), "neg-cost": worker.ReasonBadCost.String(),
 	}
 	if len(dl) != len(want) {
 		t.Errorf("dead letters: %v", dl)
@@ -388,7 +388,7 @@ func TestRunSSRF(t *testing.T) {
 			t.Errorf("%s (%q) was not dead-lettered", id, paths[id])
 			continue
 		}
-		if d.Reason != worker.ReasonBadPath && d.Reason != worker.ReasonInvalidRequest {
+		if d.Reason != worker.ReasonBadPath.String() && d.Reason != worker.ReasonInvalidRequest.String() {
 			t.Errorf("%s: reason %q, want bad_path or invalid_request", id, d.Reason)
 		}
 	}
@@ -460,7 +460,7 @@ func TestRunShutdownLosesNothing(t *testing.T) {
 	mu.Lock()
 	acked := len(completedRun1)
 	mu.Unlock()
-	if outcomes[worker.OutcomeSucceeded] != acked || outcomes[worker.OutcomeReleased] != 200-acked || len(outcomes) != 2 {
+	if outcomes[worker.OutcomeSucceeded.String()] != acked || outcomes[worker.OutcomeReleased.String()] != 200-acked || len(outcomes) != 2 {
 		t.Errorf("first run settled %v; want %d succeeded and %d released, nothing else", outcomes, acked, 200-acked)
 	}
 

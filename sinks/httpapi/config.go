@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
-	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/call"
 )
 
 // Defaults for the zero fields of Config.
@@ -70,7 +70,7 @@ type Config struct {
 
 	// Classifier classifies responses; its zero value is the default
 	// (429, and 503 with Retry-After, are throttles).
-	Classifier limiter.Classifier
+	Classifier call.Classifier
 
 	// LogURLPath shows the paths of the target's URLs (base_url's and the
 	// job's) in logs, errors and Config's String and LogValue. By default

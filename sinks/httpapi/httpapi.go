@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/call"
 )
 
-// ExcerptBytes is the most of a response body a StatusError carries.
+// ExcerptBytes is the most of a response body a call.StatusError carries.
 const ExcerptBytes = 1024
 
 // drainBytes bounds how much of a body past MaxResponseBytes is read and
@@ -29,32 +29,8 @@ const drainBytes = 4 << 20
 // answer within Config.Timeout.
 var ErrTimeout = errors.New("httpapi: request timed out")
 
-// StatusError is the error of a response with a status of 400 or more.
-type StatusError struct {
-	Code       int
-	RetryAfter time.Duration // from the classifier; 0 when the response gave none
-	Body       []byte        // the first ExcerptBytes of the body, credentials redacted
-}
-
-func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("httpapi: target answered %d %s", e.Code, http.StatusText(e.Code))
-	if e.RetryAfter > 0 {
-		msg += fmt.Sprintf(" (retry after %v)", e.RetryAfter)
-	}
-	return strings.TrimSpace(msg)
-}
-
-// Result is what a call to the target gave.
-type Result struct {
-	Status    int         // 0 when no response arrived
-	Header    http.Header // the response headers kept (Config.ResponseHeaders)
-	Body      []byte      // at most Config.MaxResponseBytes
-	Truncated bool        // the body was longer than Body
-	Latency   time.Duration
-	Outcome   limiter.Outcome
-}
-
-// Sink calls the target API. It is safe for concurrent use.
+// Sink calls the target API. It is safe for concurrent use. It is the
+// worker's Target and Checker as it stands.
 type Sink struct {
 	cfg         Config
 	base        *url.URL
@@ -82,7 +58,7 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithMiddleware wraps the sink's pooled transport, for instance in a
-// limiter.Transport or a test's recorder.
+// test's recorder.
 func WithMiddleware(wrap func(http.RoundTripper) http.RoundTripper) Option {
 	return func(s *Sink) { s.client.Transport = wrap(s.client.Transport) }
 }
@@ -154,7 +130,7 @@ func (s *Sink) Close() error {
 }
 
 // Check reports whether r can be made on the target without sending it:
-// nil, or an error wrapping ErrInvalidRequest with the reason. The worker
+// nil, or an error wrapping call.ErrInvalidRequest with the reason. The worker
 // checks a job before it waits for units.
 //
 // Refused: a path longer than 8 KiB; control characters, spaces,
@@ -168,13 +144,13 @@ func (s *Sink) Close() error {
 // refused: an invalid or CONNECT method, header names that are not tokens,
 // header values with CR, LF or other control characters, and more than
 // 64 KiB of job headers.
-func (s *Sink) Check(r Request) error {
+func (s *Sink) Check(r call.Request) error {
 	_, _, _, err := s.prepare(r)
 	return err
 }
 
 // prepare checks r and returns the method, URL and headers to send.
-func (s *Sink) prepare(r Request) (string, *url.URL, http.Header, error) {
+func (s *Sink) prepare(r call.Request) (string, *url.URL, http.Header, error) {
 	method, err := checkMethod(r.Method)
 	if err != nil {
 		return "", nil, nil, err
@@ -190,7 +166,7 @@ func (s *Sink) prepare(r Request) (string, *url.URL, http.Header, error) {
 	return method, u, h, nil
 }
 
-func (s *Sink) build(ctx context.Context, r Request) (*http.Request, error) {
+func (s *Sink) build(ctx context.Context, r call.Request) (*http.Request, error) {
 	method, u, h, err := s.prepare(r)
 	if err != nil {
 		return nil, err
@@ -212,19 +188,21 @@ func (s *Sink) build(ctx context.Context, r Request) (*http.Request, error) {
 
 // Send makes the call and reads the response body up to the cap.
 //
-// The Result is filled whenever something was sent: on success, with a
-// *StatusError for a status of 400 or more (Body then has credentials
+// The Response is filled whenever something was sent: on success, with a
+// *call.StatusError for a status of 400 or more (Body then has credentials
 // redacted), and with a network error or a timeout (Outcome NetworkError;
 // Status is set if the headers arrived before the failure). An error
-// wrapping ErrInvalidRequest means nothing was sent and the Result is
-// zero: do not report its outcome to a limiter. A 3xx is returned as is
-// (redirects are not followed) and is a success.
-func (s *Sink) Send(ctx context.Context, r Request) (Result, error) {
+// wrapping call.ErrInvalidRequest means nothing was sent and the Response
+// is zero: do not report its outcome to a limiter. A 3xx is returned as is
+// (redirects are not followed) and is a success. The Response holds the
+// headers kept (Config.ResponseHeaders) and at most Config.MaxResponseBytes
+// of the body.
+func (s *Sink) Send(ctx context.Context, r call.Request) (call.Response, error) {
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	req, err := s.build(tctx, r)
 	if err != nil {
-		return Result{}, err
+		return call.Response{}, err
 	}
 	logPath := s.cfg.ShownPath(req.URL.EscapedPath())
 	start := s.now()
@@ -235,13 +213,13 @@ func (s *Sink) Send(ctx context.Context, r Request) (Result, error) {
 		err = ue.Err
 	}
 	if err != nil {
-		res := Result{Latency: s.now().Sub(start), Outcome: limiter.Outcome{Kind: limiter.NetworkError}}
+		res := call.Response{Latency: s.now().Sub(start), Outcome: call.Outcome{Kind: call.NetworkError}}
 		s.log.Debug("target call failed", "method", req.Method, "path", logPath, "latency", res.Latency, "err", err)
 		return res, s.networkError(ctx, tctx, req.Method, logPath, err)
 	}
 	body, truncated, rerr := readCapped(resp.Body, s.cfg.MaxResponseBytes)
 	resp.Body.Close()
-	res := Result{
+	res := call.Response{
 		Status:    resp.StatusCode,
 		Header:    s.keepHeaders(resp.Header),
 		Body:      body,
@@ -249,7 +227,7 @@ func (s *Sink) Send(ctx context.Context, r Request) (Result, error) {
 		Latency:   s.now().Sub(start),
 	}
 	if rerr != nil {
-		res.Outcome = limiter.Outcome{Kind: limiter.NetworkError}
+		res.Outcome = call.Outcome{Kind: call.NetworkError}
 		s.log.Debug("target response cut", "method", req.Method, "path", logPath, "status", resp.StatusCode, "latency", res.Latency, "err", rerr)
 		return res, s.networkError(ctx, tctx, req.Method, logPath, fmt.Errorf("reading the body of a %d response: %w", resp.StatusCode, rerr))
 	}
@@ -263,7 +241,7 @@ func (s *Sink) Send(ctx context.Context, r Request) (Result, error) {
 	if len(excerpt) > ExcerptBytes {
 		excerpt = excerpt[:ExcerptBytes]
 	}
-	return res, &StatusError{Code: resp.StatusCode, RetryAfter: res.Outcome.RetryAfter, Body: bytes.Clone(excerpt)}
+	return res, &call.StatusError{Code: resp.StatusCode, RetryAfter: res.Outcome.RetryAfter, Body: bytes.Clone(excerpt)}
 }
 
 func (s *Sink) networkError(parent, tctx context.Context, method, path string, err error) error {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/sinks/httpapi"
 )
 
@@ -134,14 +134,14 @@ func TestPathStaysOnTarget(t *testing.T) {
 	for _, basePath := range []string{"", "/api"} {
 		s := newSink(t, httpapi.Config{BaseURL: target.URL + basePath})
 		for _, p := range bad {
-			res, err := s.Send(context.Background(), httpapi.Request{Method: "GET", Path: p})
-			if !errors.Is(err, httpapi.ErrInvalidRequest) {
+			res, err := s.Send(context.Background(), call.Request{Method: "GET", Path: p})
+			if !errors.Is(err, call.ErrInvalidRequest) {
 				t.Errorf("base %q: Send(%q): err = %v; want ErrInvalidRequest", basePath, p, err)
 			}
-			if res.Status != 0 || res.Outcome != (limiter.Outcome{}) {
+			if res.Status != 0 || res.Outcome != (call.Outcome{}) {
 				t.Errorf("base %q: Send(%q): result %+v; want zero", basePath, p, res)
 			}
-			if err := s.Check(httpapi.Request{Path: p}); !errors.Is(err, httpapi.ErrInvalidRequest) {
+			if err := s.Check(call.Request{Path: p}); !errors.Is(err, call.ErrInvalidRequest) {
 				t.Errorf("base %q: Check(%q) = %v; want ErrInvalidRequest", basePath, p, err)
 			}
 		}
@@ -150,7 +150,7 @@ func TestPathStaysOnTarget(t *testing.T) {
 	// only where there is no base path.
 	root := newSink(t, httpapi.Config{BaseURL: target.URL})
 	for _, p := range []string{"/%2F%2F" + otherHost + "/x", "%2F" + otherHost + "/x", "/%2f"} {
-		if err := root.Check(httpapi.Request{Path: p}); !errors.Is(err, httpapi.ErrInvalidRequest) {
+		if err := root.Check(call.Request{Path: p}); !errors.Is(err, call.ErrInvalidRequest) {
 			t.Errorf("root: Check(%q) = %v; want ErrInvalidRequest", p, err)
 		}
 	}
@@ -185,7 +185,7 @@ func TestPathJoin(t *testing.T) {
 	}
 	for _, tt := range tests {
 		s := newSink(t, httpapi.Config{BaseURL: target.URL + tt.base})
-		res, err := s.Send(context.Background(), httpapi.Request{Path: tt.path})
+		res, err := s.Send(context.Background(), call.Request{Path: tt.path})
 		if err != nil || res.Status != 200 {
 			t.Errorf("base %q path %q: status %d, err %v", tt.base, tt.path, res.Status, err)
 			continue
@@ -202,11 +202,11 @@ func TestRedirectNotFollowed(t *testing.T) {
 		http.Redirect(w, r, other.URL+"/stolen", http.StatusFound)
 	})
 	s := newSink(t, httpapi.Config{BaseURL: target.URL})
-	res, err := s.Send(context.Background(), httpapi.Request{Method: "POST", Path: "/x", Body: []byte("{}")})
+	res, err := s.Send(context.Background(), call.Request{Method: "POST", Path: "/x", Body: []byte("{}")})
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	if res.Status != http.StatusFound || res.Outcome.Kind != limiter.Success {
+	if res.Status != http.StatusFound || res.Outcome.Kind != call.Success {
 		t.Errorf("result %+v; want 302, success", res)
 	}
 	if n := other.count(); n != 0 {
@@ -239,7 +239,7 @@ func TestHeaders(t *testing.T) {
 	cfg := httpapi.Config{BaseURL: target.URL, Headers: map[string]string{"X-Api-Key": secret}}
 
 	s := newSink(t, cfg)
-	if _, err := s.Send(context.Background(), httpapi.Request{Method: "post", Path: "/x", Header: job, Body: body}); err != nil {
+	if _, err := s.Send(context.Background(), call.Request{Method: "post", Path: "/x", Header: job, Body: body}); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 	r := target.last()
@@ -273,7 +273,7 @@ func TestHeaders(t *testing.T) {
 	// Authorization allowed; a config Authorization still wins over it.
 	cfg.AllowJobHeaders = []string{"authorization"}
 	s = newSink(t, cfg)
-	if _, err := s.Send(context.Background(), httpapi.Request{Path: "/x", Header: job}); err != nil {
+	if _, err := s.Send(context.Background(), call.Request{Path: "/x", Header: job}); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 	if got := target.last().Header.Get("Authorization"); got != "Bearer job-token" {
@@ -281,7 +281,7 @@ func TestHeaders(t *testing.T) {
 	}
 	cfg.Headers = map[string]string{"Authorization": "Bearer config-token-123", "User-Agent": "ua/1"}
 	s = newSink(t, cfg)
-	if _, err := s.Send(context.Background(), httpapi.Request{Path: "/x", Header: job}); err != nil {
+	if _, err := s.Send(context.Background(), call.Request{Path: "/x", Header: job}); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 	if got := target.last().Header.Get("Authorization"); got != "Bearer config-token-123" {
@@ -297,24 +297,24 @@ func TestInvalidRequests(t *testing.T) {
 	s := newSink(t, httpapi.Config{BaseURL: target.URL})
 	tests := []struct {
 		name string
-		req  httpapi.Request
+		req  call.Request
 		want string
 	}{
-		{"CR LF in value", httpapi.Request{Header: http.Header{"X-A": {"v\r\nX-Injected: 1"}}}, `header X-A: value contains CR, LF`},
-		{"LF in value", httpapi.Request{Header: http.Header{"X-A": {"v\nw"}}}, `header X-A: value contains`},
-		{"NUL in value", httpapi.Request{Header: http.Header{"X-A": {"v\x00"}}}, `header X-A: value contains`},
-		{"CR LF in a dropped header", httpapi.Request{Header: http.Header{"Connection": {"close\r\nX: 1"}}}, `header Connection: value contains`},
-		{"CR LF in name", httpapi.Request{Header: http.Header{"X-A\r\nX-B": {"v"}}}, `invalid name`},
-		{"space in name", httpapi.Request{Header: http.Header{"X A": {"v"}}}, `invalid name`},
-		{"colon in name", httpapi.Request{Header: http.Header{"X:A": {"v"}}}, `invalid name`},
-		{"empty name", httpapi.Request{Header: http.Header{"": {"v"}}}, `invalid name`},
-		{"huge headers", httpapi.Request{Header: http.Header{"X-A": {strings.Repeat("a", 70<<10)}}}, `headers: larger than`},
-		{"CONNECT", httpapi.Request{Method: "connect"}, `method: CONNECT`},
-		{"method with space", httpapi.Request{Method: "GET /x HTTP/1.1\r\n"}, `method: must be a token`},
+		{"CR LF in value", call.Request{Header: http.Header{"X-A": {"v\r\nX-Injected: 1"}}}, `header X-A: value contains CR, LF`},
+		{"LF in value", call.Request{Header: http.Header{"X-A": {"v\nw"}}}, `header X-A: value contains`},
+		{"NUL in value", call.Request{Header: http.Header{"X-A": {"v\x00"}}}, `header X-A: value contains`},
+		{"CR LF in a dropped header", call.Request{Header: http.Header{"Connection": {"close\r\nX: 1"}}}, `header Connection: value contains`},
+		{"CR LF in name", call.Request{Header: http.Header{"X-A\r\nX-B": {"v"}}}, `invalid name`},
+		{"space in name", call.Request{Header: http.Header{"X A": {"v"}}}, `invalid name`},
+		{"colon in name", call.Request{Header: http.Header{"X:A": {"v"}}}, `invalid name`},
+		{"empty name", call.Request{Header: http.Header{"": {"v"}}}, `invalid name`},
+		{"huge headers", call.Request{Header: http.Header{"X-A": {strings.Repeat("a", 70<<10)}}}, `headers: larger than`},
+		{"CONNECT", call.Request{Method: "connect"}, `method: CONNECT`},
+		{"method with space", call.Request{Method: "GET /x HTTP/1.1\r\n"}, `method: must be an HTTP method such as POST`},
 	}
 	for _, tt := range tests {
 		_, err := s.Send(context.Background(), tt.req)
-		if !errors.Is(err, httpapi.ErrInvalidRequest) || !strings.Contains(err.Error(), tt.want) {
+		if !errors.Is(err, call.ErrInvalidRequest) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v; want ErrInvalidRequest with %q", tt.name, err, tt.want)
 		}
 		if err != nil && strings.Contains(err.Error(), "Injected") {
@@ -326,7 +326,7 @@ func TestInvalidRequests(t *testing.T) {
 	}
 	// Methods: standard ones in any case, others as tokens.
 	for in, want := range map[string]string{"": "GET", "delete": "DELETE", "Patch": "PATCH", "PROPFIND": "PROPFIND"} {
-		if _, err := s.Send(context.Background(), httpapi.Request{Method: in}); err != nil {
+		if _, err := s.Send(context.Background(), call.Request{Method: in}); err != nil {
 			t.Fatalf("method %q: %v", in, err)
 		}
 		if got := target.last().Method; got != want {
@@ -362,22 +362,22 @@ func TestStatusErrors(t *testing.T) {
 	s := newSink(t, httpapi.Config{
 		BaseURL: target.URL,
 		Headers: map[string]string{"Authorization": "Bearer " + secret, "X-Api-Key": "key-" + secret, "Accept": "application/json"},
-		Classifier: limiter.Classifier{RetryAfterHeaders: []limiter.RetryAfterHeader{
-			{Name: "x-ms-retry-after-ms", Unit: limiter.UnitMilliseconds},
+		Classifier: call.Classifier{RetryAfterHeaders: []call.RetryAfterHeader{
+			{Name: "x-ms-retry-after-ms", Unit: call.UnitMilliseconds},
 		}},
 	})
 	tests := []struct {
 		path    string
-		outcome limiter.Outcome
+		outcome call.Outcome
 	}{
-		{"/429", limiter.Outcome{Kind: limiter.Throttle, Status: 429, RetryAfter: 5 * time.Second}},
-		{"/503", limiter.Outcome{Kind: limiter.Throttle, Status: 503, RetryAfter: 1500 * time.Millisecond}},
-		{"/500", limiter.Outcome{Kind: limiter.ServerError, Status: 500}},
-		{"/echo", limiter.Outcome{Kind: limiter.ClientError, Status: 400}},
-		{"/404", limiter.Outcome{Kind: limiter.ClientError, Status: 404}},
+		{"/429", call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: 5 * time.Second}},
+		{"/503", call.Outcome{Kind: call.Throttle, Status: 503, RetryAfter: 1500 * time.Millisecond}},
+		{"/500", call.Outcome{Kind: call.ServerError, Status: 500}},
+		{"/echo", call.Outcome{Kind: call.ClientError, Status: 400}},
+		{"/404", call.Outcome{Kind: call.ClientError, Status: 404}},
 	}
 	for _, tt := range tests {
-		res, err := s.Send(context.Background(), httpapi.Request{Path: tt.path})
+		res, err := s.Send(context.Background(), call.Request{Path: tt.path})
 		if res.Outcome != tt.outcome {
 			t.Errorf("%s: outcome %+v; want %+v", tt.path, res.Outcome, tt.outcome)
 		}
@@ -387,7 +387,7 @@ func TestStatusErrors(t *testing.T) {
 			}
 			continue
 		}
-		var se *httpapi.StatusError
+		var se *call.StatusError
 		if !errors.As(err, &se) {
 			t.Fatalf("%s: err %v; want a *StatusError", tt.path, err)
 		}
@@ -396,8 +396,8 @@ func TestStatusErrors(t *testing.T) {
 		}
 	}
 
-	res, err := s.Send(context.Background(), httpapi.Request{Path: "/echo"})
-	var se *httpapi.StatusError
+	res, err := s.Send(context.Background(), call.Request{Path: "/echo"})
+	var se *call.StatusError
 	if !errors.As(err, &se) {
 		t.Fatalf("/echo: %v", err)
 	}
@@ -412,12 +412,12 @@ func TestStatusErrors(t *testing.T) {
 	if !bytes.Contains(se.Body, []byte(`Authorization="[redacted]" X-Api-Key="[redacted]"`)) {
 		t.Errorf("excerpt not redacted as expected: %.200s", se.Body)
 	}
-	if !strings.HasPrefix(err.Error(), "httpapi: target answered 400") {
+	if !strings.HasPrefix(err.Error(), "call: target answered 400") {
 		t.Errorf("error text %q", err)
 	}
 
 	// Success bodies are returned as they are; a success carries no wait.
-	res, err = s.Send(context.Background(), httpapi.Request{Path: "/ok"})
+	res, err = s.Send(context.Background(), call.Request{Path: "/ok"})
 	if err != nil || string(res.Body) != "fine, key-"+secret || res.Outcome.RetryAfter != 0 {
 		t.Errorf("/ok: %q, %+v, %v", res.Body, res.Outcome, err)
 	}
@@ -440,7 +440,7 @@ func TestBodyCap(t *testing.T) {
 	})
 	s := newSink(t, httpapi.Config{BaseURL: target.URL, MaxResponseBytes: 1024})
 	for range 3 {
-		res, err := s.Send(context.Background(), httpapi.Request{Path: "/big"})
+		res, err := s.Send(context.Background(), call.Request{Path: "/big"})
 		if err != nil {
 			t.Fatalf("Send: %v", err)
 		}
@@ -448,14 +448,14 @@ func TestBodyCap(t *testing.T) {
 			t.Fatalf("body of %d bytes, truncated %v; want the first 1024 bytes, truncated", len(res.Body), res.Truncated)
 		}
 	}
-	res, err := s.Send(context.Background(), httpapi.Request{Path: "/exact"})
+	res, err := s.Send(context.Background(), call.Request{Path: "/exact"})
 	if err != nil || res.Truncated || len(res.Body) != 1024 {
 		t.Fatalf("exact: %d bytes, truncated %v, %v", len(res.Body), res.Truncated, err)
 	}
 	if n := target.newConns.Load(); n != 1 {
 		t.Errorf("%d connections for 4 sequential requests; want 1 (the rest of the body drained, the connection reused)", n)
 	}
-	res, err = s.Send(context.Background(), httpapi.Request{Path: "/huge"})
+	res, err = s.Send(context.Background(), call.Request{Path: "/huge"})
 	if err != nil || !res.Truncated || len(res.Body) != 1024 {
 		t.Fatalf("huge: %d bytes, truncated %v, %v", len(res.Body), res.Truncated, err)
 	}
@@ -471,7 +471,7 @@ func TestResponseHeaders(t *testing.T) {
 		w.Header().Add("Set-Cookie", "a=1")
 	})
 	s := newSink(t, httpapi.Config{BaseURL: target.URL, ResponseHeaders: []string{"etag", "x-request-id", "x-missing"}})
-	res, err := s.Send(context.Background(), httpapi.Request{})
+	res, err := s.Send(context.Background(), call.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestResponseHeaders(t *testing.T) {
 		t.Errorf("headers %v; want ETag and X-Request-Id only", res.Header)
 	}
 	s = newSink(t, httpapi.Config{BaseURL: target.URL})
-	res, _ = s.Send(context.Background(), httpapi.Request{})
+	res, _ = s.Send(context.Background(), call.Request{})
 	if res.Header.Get("Set-Cookie") != "a=1" || res.Header.Get("Etag") == "" {
 		t.Errorf("nil ResponseHeaders should keep them all: %v", res.Header)
 	}
@@ -490,15 +490,15 @@ func TestNetworkError(t *testing.T) {
 	url := gone.URL
 	gone.Close()
 	s := newSink(t, httpapi.Config{BaseURL: url})
-	res, err := s.Send(context.Background(), httpapi.Request{Path: "/x"})
-	if err == nil || errors.Is(err, httpapi.ErrInvalidRequest) || errors.Is(err, httpapi.ErrTimeout) {
+	res, err := s.Send(context.Background(), call.Request{Path: "/x"})
+	if err == nil || errors.Is(err, call.ErrInvalidRequest) || errors.Is(err, httpapi.ErrTimeout) {
 		t.Fatalf("err = %v; want a network error", err)
 	}
-	var se *httpapi.StatusError
+	var se *call.StatusError
 	if errors.As(err, &se) {
 		t.Fatalf("err = %v; want no StatusError", err)
 	}
-	if res.Outcome.Kind != limiter.NetworkError || res.Status != 0 {
+	if res.Outcome.Kind != call.NetworkError || res.Status != 0 {
 		t.Errorf("result %+v; want a network error", res)
 	}
 	if !strings.HasPrefix(err.Error(), "httpapi: GET /[redacted]: ") || strings.Contains(err.Error(), url) {
@@ -524,18 +524,18 @@ func TestTimeoutRealNetwork(t *testing.T) {
 	})
 	defer close(release)
 	s := newSink(t, httpapi.Config{BaseURL: target.URL, Timeout: 200 * time.Millisecond})
-	res, err := s.Send(context.Background(), httpapi.Request{Path: "/hang"})
+	res, err := s.Send(context.Background(), call.Request{Path: "/hang"})
 	if !errors.Is(err, httpapi.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("hang: err = %v; want ErrTimeout", err)
 	}
-	if res.Outcome.Kind != limiter.NetworkError {
+	if res.Outcome.Kind != call.NetworkError {
 		t.Errorf("hang: outcome %v; want network_error", res.Outcome.Kind)
 	}
-	res, err = s.Send(context.Background(), httpapi.Request{Path: "/half"})
+	res, err = s.Send(context.Background(), call.Request{Path: "/half"})
 	if !errors.Is(err, httpapi.ErrTimeout) {
 		t.Fatalf("half: err = %v; want ErrTimeout", err)
 	}
-	if res.Outcome.Kind != limiter.NetworkError || res.Status != 200 {
+	if res.Outcome.Kind != call.NetworkError || res.Status != 200 {
 		t.Errorf("half: result %+v; want status 200, network_error", res)
 	}
 }
@@ -573,7 +573,7 @@ func TestConfigValidate(t *testing.T) {
 		{httpapi.Config{BaseURL: "http://x", AllowJobHeaders: []string{"ok", "transfer-encoding"}}, `allow_job_headers[1]`},
 		{httpapi.Config{BaseURL: "http://x", ResponseHeaders: []string{"a b"}}, `response_headers[0]`},
 		{httpapi.Config{BaseURL: "http://x", UserAgent: "a\nb"}, `user_agent`},
-		{httpapi.Config{BaseURL: "http://x", Classifier: limiter.Classifier{ThrottleStatuses: []int{1}}}, `limiter: throttle_statuses[0]`},
+		{httpapi.Config{BaseURL: "http://x", Classifier: call.Classifier{ThrottleStatuses: []int{1}}}, `throttle_statuses[0]`},
 	}
 	for _, tt := range tests {
 		err := tt.c.Validate()
@@ -610,7 +610,7 @@ func TestConfigRedacts(t *testing.T) {
 	c.BaseURL = target.URL
 	var calls bytes.Buffer
 	s := newSink(t, c, httpapi.WithLogger(slog.New(slog.NewJSONHandler(&calls, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-	if _, err := s.Send(context.Background(), httpapi.Request{Path: "/x?token=" + secret, Header: http.Header{"X-Job": {secret}}}); err != nil {
+	if _, err := s.Send(context.Background(), call.Request{Path: "/x?token=" + secret, Header: http.Header{"X-Job": {secret}}}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(calls.String(), `"path":"/[redacted]"`) || strings.Contains(calls.String(), secret) {
@@ -627,7 +627,7 @@ func TestMiddleware(t *testing.T) {
 			return next.RoundTrip(r)
 		})
 	}))
-	if _, err := s.Send(context.Background(), httpapi.Request{}); err != nil {
+	if _, err := s.Send(context.Background(), call.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	if seen.Load() != 1 || target.count() != 1 {

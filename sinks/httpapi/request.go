@@ -9,12 +9,9 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
-)
 
-// ErrInvalidRequest is wrapped by every error for a request that cannot be
-// made on the target: a path that would leave it, a bad method, a header
-// with CR/LF. Such a request is never sent; retrying cannot help.
-var ErrInvalidRequest = errors.New("httpapi: invalid request")
+	"github.com/sluicehq/sluice/call"
+)
 
 // Limits on what a job may ask for.
 const (
@@ -23,28 +20,11 @@ const (
 	decodeDepth    = 3        // levels of percent-decoding checked for tricks
 )
 
-// Request is one call to the target, built by the worker from a job and
-// its type's defaults.
-type Request struct {
-	// Method is the HTTP method; "" means GET. The standard methods are
-	// accepted in any case and sent in upper case. CONNECT is refused.
-	Method string
-	// Path is joined under the base URL's path, with an optional query:
-	// "/users/7?fields=name" on base "https://api.example/v2" calls
-	// "https://api.example/v2/users/7?fields=name". A missing leading
-	// slash is added; "" is the base URL itself. See Sink.Check for what
-	// is refused.
-	Path string
-	// Header holds the job's headers. Connection and framing headers,
-	// Host and (unless allowed) Authorization are dropped; the config's
-	// headers replace job headers of the same name.
-	Header http.Header
-	// Body is sent as is, with its Content-Length.
-	Body []byte
-}
-
+// invalid returns an error wrapping call.ErrInvalidRequest: the request
+// cannot be made on the target (a path that would leave it, a bad method,
+// a header with CR/LF); it is never sent and retrying cannot help.
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidRequest}, args...)...)
+	return fmt.Errorf("httpapi: %w: "+format, append([]any{call.ErrInvalidRequest}, args...)...)
 }
 
 // quote shortens s for an error message.
@@ -73,8 +53,8 @@ func checkMethod(m string) (string, error) {
 	if strings.EqualFold(m, http.MethodConnect) {
 		return "", invalid("method: CONNECT is not allowed")
 	}
-	if !httpguts.ValidHeaderFieldName(m) { // a method is a token, like a header name
-		return "", invalid("method: must be a token, got %s", quote(m))
+	if err := call.CheckMethod("method", m); err != nil {
+		return "", invalid("%v", err)
 	}
 	return m, nil
 }

@@ -10,7 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/sinks/httpapi"
 )
 
@@ -97,25 +97,25 @@ func TestTimeout(t *testing.T) {
 		}
 
 		start := time.Now()
-		res, err := s.Send(context.Background(), httpapi.Request{Path: "/hang"})
+		res, err := s.Send(context.Background(), call.Request{Path: "/hang"})
 		if !errors.Is(err, httpapi.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("hang: err = %v; want ErrTimeout", err)
 		}
 		if took := time.Since(start); took != httpapi.DefaultTimeout {
 			t.Errorf("hang: gave up after %v; want the default timeout %v", took, httpapi.DefaultTimeout)
 		}
-		if res.Outcome.Kind != limiter.NetworkError || res.Latency != httpapi.DefaultTimeout {
+		if res.Outcome.Kind != call.NetworkError || res.Latency != httpapi.DefaultTimeout {
 			t.Errorf("hang: result %+v", res)
 		}
 
-		res, err = s.Send(context.Background(), httpapi.Request{Path: "/half"})
-		if !errors.Is(err, httpapi.ErrTimeout) || res.Status != 200 || res.Outcome.Kind != limiter.NetworkError {
+		res, err = s.Send(context.Background(), call.Request{Path: "/half"})
+		if !errors.Is(err, httpapi.ErrTimeout) || res.Status != 200 || res.Outcome.Kind != call.NetworkError {
 			t.Fatalf("half: %+v, %v; want status 200, a network error, ErrTimeout", res, err)
 		}
 
 		// Within the timeout: a slow answer is an answer.
 		start = time.Now()
-		res, err = s.Send(context.Background(), httpapi.Request{Path: "/slow"})
+		res, err = s.Send(context.Background(), call.Request{Path: "/slow"})
 		if err != nil || res.Status != 200 || res.Latency != 20*time.Second || time.Since(start) != 20*time.Second {
 			t.Fatalf("slow: %+v, %v", res, err)
 		}
@@ -126,7 +126,7 @@ func TestTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		start = time.Now()
-		if _, err := short.Send(context.Background(), httpapi.Request{Path: "/slow"}); !errors.Is(err, httpapi.ErrTimeout) {
+		if _, err := short.Send(context.Background(), call.Request{Path: "/slow"}); !errors.Is(err, httpapi.ErrTimeout) {
 			t.Fatalf("short: err = %v; want ErrTimeout", err)
 		}
 		if took := time.Since(start); took != 5*time.Second {
@@ -144,11 +144,11 @@ func TestCancel(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(3*time.Second, cancel)
-		res, err := s.Send(ctx, httpapi.Request{Path: "/hang"})
+		res, err := s.Send(ctx, call.Request{Path: "/hang"})
 		if !errors.Is(err, context.Canceled) || errors.Is(err, httpapi.ErrTimeout) {
 			t.Fatalf("err = %v; want context.Canceled and no ErrTimeout", err)
 		}
-		if res.Outcome.Kind != limiter.NetworkError {
+		if res.Outcome.Kind != call.NetworkError {
 			t.Errorf("outcome %v; want network_error", res.Outcome.Kind)
 		}
 
@@ -156,7 +156,7 @@ func TestCancel(t *testing.T) {
 		// a timeout of the target.
 		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if _, err := s.Send(ctx, httpapi.Request{Path: "/hang"}); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, httpapi.ErrTimeout) {
+		if _, err := s.Send(ctx, call.Request{Path: "/hang"}); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, httpapi.ErrTimeout) {
 			t.Fatalf("err = %v; want the caller's deadline, not ErrTimeout", err)
 		}
 	})

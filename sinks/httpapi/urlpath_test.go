@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/sinks/httpapi"
 )
 
@@ -35,7 +36,7 @@ func TestURLPathNotLogged(t *testing.T) {
 		for _, base := range []string{echo.URL, goneURL} {
 			c := httpapi.Config{BaseURL: base + "/hooks/" + token, LogURLPath: showPath}
 			s := newSink(t, c, httpapi.WithLogger(log))
-			res, err := s.Send(context.Background(), httpapi.Request{Path: "/send/" + jobToken})
+			res, err := s.Send(context.Background(), call.Request{Path: "/send/" + jobToken})
 			if err == nil {
 				t.Fatalf("base %s: no error", base)
 			}

@@ -342,9 +342,6 @@ func (s *Source) Conn() *nats.Conn { return s.nc }
 // JetStream returns the JetStream context of the connection.
 func (s *Source) JetStream() jetstream.JetStream { return s.js }
 
-// Consumer returns the durable consumer.
-func (s *Source) Consumer() jetstream.Consumer { return s.cons }
-
 // EmbeddedURL returns the client URL of the embedded server in use
 // (started by this Source or by another process on the same store
 // directory), or "" when cfg.URL is not Embedded.

@@ -1,4 +1,4 @@
-package limiter_test
+package call_test
 
 import (
 	"fmt"
@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/call"
 )
 
 func TestParseRetryAfter(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	capped := limiter.DefaultMaxRetryAfter
+	capped := call.DefaultMaxRetryAfter
 	tests := []struct {
 		in     string
 		want   time.Duration
@@ -60,7 +60,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"\x00", 0, false},
 	}
 	for _, tt := range tests {
-		got, ok := limiter.ParseRetryAfter(tt.in, now)
+		got, ok := call.ParseRetryAfter(tt.in, now)
 		if got != tt.want || ok != tt.wantOK {
 			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.wantOK)
 		}
@@ -68,21 +68,21 @@ func TestParseRetryAfter(t *testing.T) {
 }
 
 func TestParseHeaderUnit(t *testing.T) {
-	for _, u := range []limiter.HeaderUnit{limiter.UnitSeconds, limiter.UnitMilliseconds, limiter.UnitUnixTime} {
-		got, err := limiter.ParseHeaderUnit(u.String())
+	for _, u := range []call.HeaderUnit{call.UnitSeconds, call.UnitMilliseconds, call.UnitUnixTime} {
+		got, err := call.ParseHeaderUnit(u.String())
 		if err != nil || got != u {
 			t.Errorf("ParseHeaderUnit(%q) = %v, %v; want %v", u.String(), got, err, u)
 		}
 	}
-	for in, want := range map[string]limiter.HeaderUnit{"ms": limiter.UnitMilliseconds, "S": limiter.UnitSeconds, "unix_seconds": limiter.UnitUnixTime} {
-		if got, err := limiter.ParseHeaderUnit(in); err != nil || got != want {
+	for in, want := range map[string]call.HeaderUnit{"ms": call.UnitMilliseconds, "S": call.UnitSeconds, "unix_seconds": call.UnitUnixTime} {
+		if got, err := call.ParseHeaderUnit(in); err != nil || got != want {
 			t.Errorf("ParseHeaderUnit(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	if _, err := limiter.ParseHeaderUnit("minutes"); err == nil {
+	if _, err := call.ParseHeaderUnit("minutes"); err == nil {
 		t.Error("ParseHeaderUnit(minutes): no error")
 	}
-	if s := limiter.HeaderUnit(9).String(); s != "HeaderUnit(9)" {
+	if s := call.HeaderUnit(9).String(); s != "HeaderUnit(9)" {
 		t.Errorf("HeaderUnit(9).String() = %q", s)
 	}
 }
@@ -97,15 +97,15 @@ func FuzzParseRetryAfter(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, v string, nowUnix int64) {
 		now := time.Unix(nowUnix%(1<<36), 0) // years -2000 .. 4000
-		d, ok := limiter.ParseRetryAfter(v, now)
-		if d < 0 || d > limiter.DefaultMaxRetryAfter {
-			t.Fatalf("ParseRetryAfter(%q) = %v, out of [0, %v]", v, d, limiter.DefaultMaxRetryAfter)
+		d, ok := call.ParseRetryAfter(v, now)
+		if d < 0 || d > call.DefaultMaxRetryAfter {
+			t.Fatalf("ParseRetryAfter(%q) = %v, out of [0, %v]", v, d, call.DefaultMaxRetryAfter)
 		}
 		if !ok && d != 0 {
 			t.Fatalf("ParseRetryAfter(%q) = %v, false; want 0 when not ok", v, d)
 		}
 		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-			want := limiter.DefaultMaxRetryAfter
+			want := call.DefaultMaxRetryAfter
 			if n <= uint64(math.MaxInt64/int64(time.Second)) && time.Duration(n)*time.Second < want {
 				want = time.Duration(n) * time.Second
 			}
@@ -119,7 +119,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 func ExampleParseRetryAfter() {
 	now := time.Date(2015, 10, 21, 7, 28, 0, 0, time.UTC)
 	for _, v := range []string{"120", "Wed, 21 Oct 2015 07:29:30 GMT", "-5", "99999999999"} {
-		d, ok := limiter.ParseRetryAfter(v, now)
+		d, ok := call.ParseRetryAfter(v, now)
 		fmt.Println(d, ok)
 	}
 	// Output:

@@ -1,4 +1,4 @@
-package limiter
+package call
 
 import (
 	"net/http"
@@ -162,7 +162,7 @@ func FuzzParseRateLimit(f *testing.F) {
 			"X-RateLimit-Limit", limit, "X-RateLimit-Remaining", remaining, "X-RateLimit-Reset", reset)
 		for _, r := range []RateLimitHeaders{{Format: RateLimitIETF}, {Format: RateLimitX}, {Format: RateLimitX, Reset: UnitUnixTime}} {
 			q := r.Parse(h, rlNow)
-			if q != q.sanitized() {
+			if q != q.Sanitized() {
 				t.Fatalf("%v: not sanitized: %+v", r.Format, q)
 			}
 			if q.Reset < 0 || q.Reset > MaxQuotaSpan || q.Window < 0 || q.Window > MaxQuotaSpan {

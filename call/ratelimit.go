@@ -1,4 +1,4 @@
-package limiter
+package call
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/field"
 )
 
 // RateLimitFormat names a family of quota headers.
@@ -42,7 +44,7 @@ func ParseRateLimitFormat(s string) (RateLimitFormat, error) {
 			return RateLimitFormat(i), nil
 		}
 	}
-	return 0, fmt.Errorf(`limiter: rate_limit_headers: must be "none", "ietf" or "x-ratelimit", got %q`, s)
+	return 0, fmt.Errorf(`call: rate_limit_headers: must be "none", "ietf" or "x-ratelimit", got %q`, s)
 }
 
 // RateLimitHeaders says which quota headers the target sends. The zero
@@ -54,16 +56,16 @@ type RateLimitHeaders struct {
 	Reset HeaderUnit
 }
 
-// Validate reports a format or reset unit out of range.
+// Validate reports a format or reset unit out of range, as a *field.Error.
 func (r RateLimitHeaders) Validate() error {
 	if r.Format < RateLimitNone || r.Format > RateLimitX {
-		return fmt.Errorf("limiter: rate_limit_headers.format: must be none, ietf or x-ratelimit, got %v", r.Format)
+		return field.Invalid("rate_limit_headers.format", "must be none, ietf or x-ratelimit, got %v", r.Format)
 	}
 	if r.Reset != UnitSeconds && r.Reset != UnitUnixTime {
-		return fmt.Errorf("limiter: rate_limit_headers.reset: must be delta or unix, got %v", r.Reset)
+		return field.Invalid("rate_limit_headers.reset", "must be delta or unix, got %v", r.Reset)
 	}
 	if r.Reset == UnitUnixTime && r.Format != RateLimitX {
-		return fmt.Errorf("limiter: rate_limit_headers.reset: unix applies to x-ratelimit only, got format %v", r.Format)
+		return field.Invalid("rate_limit_headers.reset", "unix applies to x-ratelimit only, got format %v", r.Format)
 	}
 	return nil
 }
@@ -81,7 +83,7 @@ func (r RateLimitHeaders) Parse(h http.Header, now time.Time) Quota {
 	case RateLimitX:
 		q = parseX(h, r.Reset, now)
 	}
-	return q.sanitized()
+	return q.Sanitized()
 }
 
 // policy is one quota policy of the IETF fields, or the legacy triple.

@@ -1,4 +1,4 @@
-package limiter
+package call
 
 import (
 	"fmt"
@@ -53,7 +53,7 @@ func ParseHeaderUnit(s string) (HeaderUnit, error) {
 	case "unix", "unix_seconds":
 		return UnitUnixTime, nil
 	}
-	return 0, fmt.Errorf("limiter: header unit: must be \"seconds\", \"milliseconds\" or \"unix\", got %q", s)
+	return 0, fmt.Errorf("call: header unit: must be \"seconds\", \"milliseconds\" or \"unix\", got %q", s)
 }
 
 // ParseRetryAfter reads a Retry-After value: delta-seconds, or an HTTP-date

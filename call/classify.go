@@ -1,4 +1,4 @@
-package limiter
+package call
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/sluicehq/sluice/field"
 )
 
 // RetryAfterHeader names a response header that tells how long to wait
@@ -55,33 +57,34 @@ var (
 	defaultThrottleStatusesWithWait = []int{http.StatusServiceUnavailable}
 )
 
-// Validate reports bad header names, units, statuses and caps. Errors name
-// the field as spelled in the config file.
+// Validate reports bad header names, units, statuses and caps, each as a
+// *field.Error named as in the config file (relative to the section that
+// holds the classifier), joined with errors.Join.
 func (c Classifier) Validate() error {
 	var errs []error
 	for i, h := range c.RetryAfterHeaders {
 		if !httpguts.ValidHeaderFieldName(h.Name) {
-			errs = append(errs, fmt.Errorf("limiter: retry_after_headers[%d].name: must be a valid header name, got %q", i, h.Name))
+			errs = append(errs, field.Invalid(fmt.Sprintf("retry_after_headers[%d].name", i), "must be a valid header name, got %q", h.Name))
 		}
 		if h.Unit < UnitSeconds || h.Unit > UnitUnixTime {
-			errs = append(errs, fmt.Errorf("limiter: retry_after_headers[%d].unit: must be seconds, milliseconds or unix, got %v", i, h.Unit))
+			errs = append(errs, field.Invalid(fmt.Sprintf("retry_after_headers[%d].unit", i), "must be seconds, milliseconds or unix, got %v", h.Unit))
 		}
 	}
 	for i, s := range c.ThrottleStatuses {
 		if s < 100 || s > 599 {
-			errs = append(errs, fmt.Errorf("limiter: throttle_statuses[%d]: must be an HTTP status in [100, 599], got %d", i, s))
+			errs = append(errs, field.Invalid(fmt.Sprintf("throttle_statuses[%d]", i), "must be an HTTP status in [100, 599], got %d", s))
 		}
 	}
 	for i, s := range c.ThrottleStatusesWithWait {
 		if s < 100 || s > 599 {
-			errs = append(errs, fmt.Errorf("limiter: throttle_statuses_with_wait[%d]: must be an HTTP status in [100, 599], got %d", i, s))
+			errs = append(errs, field.Invalid(fmt.Sprintf("throttle_statuses_with_wait[%d]", i), "must be an HTTP status in [100, 599], got %d", s))
 		}
 	}
 	if err := c.RateLimitHeaders.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.MaxRetryAfter < 0 {
-		errs = append(errs, fmt.Errorf("limiter: max_retry_after: must be >= 0, got %v", c.MaxRetryAfter))
+		errs = append(errs, field.Invalid("max_retry_after", "must be >= 0, got %v", c.MaxRetryAfter))
 	}
 	return errors.Join(errs...)
 }

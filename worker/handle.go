@@ -1,0 +1,171 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/sources"
+)
+
+// delivery is the state of one message while the worker holds it.
+type delivery struct {
+	msg        sources.Message
+	job        Job
+	received   time.Time
+	attempts   int
+	lastStatus int
+	lastBody   []byte
+	lastErr    error
+	// invalid is the detail of an invalid job (with Decision.Reason).
+	invalid string
+}
+
+// handle takes one message from receipt to settlement: it decides, with
+// the ack deadline kept alive, then performs the decision once.
+func (w *Worker) handle(ctx, reqCtx context.Context, m sources.Message) {
+	d := &delivery{msg: m, received: time.Now()}
+	stopKeepAlive := w.keepAlive(m)
+	dec, resp := w.deliver(ctx, reqCtx, d)
+	stopKeepAlive()
+	w.settleWith(ctx, d, dec, resp)
+}
+
+// deliver decodes and checks the job, then runs its attempts until a
+// decision settles it. Only the waits and the calls happen here.
+func (w *Worker) deliver(ctx, reqCtx context.Context, d *delivery) (Decision, call.Response) {
+	job, err := w.dec.Decode(d.msg.ID(), d.msg.Headers(), d.msg.Data())
+	d.job = job
+	if err != nil {
+		return w.invalid(d, err), call.Response{}
+	}
+	if c, ok := w.deps.Target.(Checker); ok {
+		if err := c.Check(job.request()); err != nil {
+			return w.invalid(d, err), call.Response{}
+		}
+	}
+	log := w.log.With("job", job.ID, "type", job.Type)
+	for {
+		f, resp := w.attempt(ctx, reqCtx, d, log)
+		if f.Step == StepInvalid {
+			return w.invalid(d, resp.err), call.Response{}
+		}
+		dec := Decide(w.cfg, f)
+		if dec.Action != ActionRetry {
+			return dec, resp.Response
+		}
+		log.Debug("backing off", "attempt", d.attempts, "status", resp.Status, "wait", dec.Delay)
+		t := time.NewTimer(dec.Delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			f.ShuttingDown = true
+			return Decide(w.cfg, f), resp.Response
+		}
+	}
+}
+
+// sent is a response with the error Send returned beside it.
+type sent struct {
+	call.Response
+	err error
+}
+
+// attempt waits for the job's units and calls the target once, and
+// returns the facts of the attempt.
+func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery, log *slog.Logger) (Facts, sent) {
+	job := d.job
+	facts := func(step Step, o call.Outcome) Facts {
+		return Facts{Step: step, Call: o, Attempts: d.attempts, Deliveries: d.msg.DeliveryCount(),
+			ShuttingDown: ctx.Err() != nil, Jitter: w.jitter()}
+	}
+	var observe func(call.Outcome)
+	if lim := w.deps.Limiter; lim != nil {
+		ticket, err := lim.Wait(ctx, job.Cost)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Debug("limiter rejected the job", "units", job.Cost, "err", err)
+			}
+			return facts(StepRejected, call.Outcome{}), sent{}
+		}
+		observe = func(o call.Outcome) { lim.Observe(ticket, o) }
+	}
+	d.attempts++
+	start := time.Now()
+	resp, err := w.deps.Target.Send(reqCtx, job.request())
+	var se *call.StatusError
+	switch {
+	case isInvalid(err):
+		// Never sent, so there is no outcome to report.
+		return Facts{Step: StepInvalid}, sent{err: err}
+	case err != nil && !errors.As(err, &se):
+		resp = call.Response{Outcome: call.Outcome{Kind: call.NetworkError}}
+	default:
+		err = nil // the response says it all
+	}
+	if observe != nil {
+		observe(resp.Outcome)
+	}
+	w.attempted(resp.Outcome.Kind, resp.Status, time.Since(start).Seconds())
+	d.lastStatus, d.lastBody, d.lastErr = resp.Status, resp.Body, err
+	log.Debug("attempt", "attempt", d.attempts, "status", resp.Status, "result", resp.Outcome.Kind.String(), "units", job.Cost)
+	return facts(StepCalled, resp.Outcome), sent{Response: resp, err: err}
+}
+
+// isInvalid reports whether err says that a request cannot be made.
+func isInvalid(err error) bool {
+	var ij *InvalidJobError
+	return errors.As(err, &ij) || errors.Is(err, call.ErrInvalidRequest)
+}
+
+// invalid decides on a job that cannot be sent: its reason and detail come
+// from an *InvalidJobError, else the target refused it (invalid_request).
+func (w *Worker) invalid(d *delivery, err error) Decision {
+	var ij *InvalidJobError
+	reason, detail := ReasonInvalidRequest, err.Error()
+	if errors.As(err, &ij) {
+		reason, detail = ij.Reason, ij.Detail
+	}
+	d.invalid = detail
+	return Decide(w.cfg, Facts{Step: StepInvalid, Reason: reason})
+}
+
+func (j Job) request() call.Request {
+	return call.Request{Method: j.Method, Path: j.Path, Header: j.Header, Body: j.Body}
+}
+
+// keepAlive extends m's ack deadline every AckWait/3 until the returned
+// function is called; once that returns, no further InProgress is made.
+func (w *Worker) keepAlive(m sources.Message) (stop func()) {
+	interval := w.cfg.AckWait / 3
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(interval, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), interval)
+		if err := m.InProgress(ctx); err != nil {
+			w.log.Warn("extending the ack deadline failed", "job", m.ID(), "err", err)
+		}
+		cancel()
+		t.Reset(interval)
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			stopped = true
+			t.Stop()
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/sources"
+)
+
+// settleWith performs a decision: the one place where a job is acked,
+// naked, dead-lettered or released. A release is made even after ctx is
+// done (with its own settle timeout), so the job goes back to the queue
+// at once.
+func (w *Worker) settleWith(ctx context.Context, d *delivery, dec Decision, resp call.Response) {
+	log := w.log.With("job", d.job.ID, "type", d.job.Type)
+	switch dec.Action {
+	case ActionAck:
+		w.succeed(ctx, d, resp, log)
+	case ActionNak:
+		w.nak(ctx, d, dec.Delay, dec.Outcome, log)
+	case ActionDeadLetter:
+		w.deadLetter(ctx, d, dec.Reason, w.detail(d, dec.Reason))
+	case ActionRelease:
+		w.nak(context.Background(), d, 0, OutcomeReleased, log)
+	default:
+		// ActionRetry is not a settlement: the attempt loop never passes
+		// it here. Hand the job back rather than hold it.
+		log.Error("no settlement for the decision; releasing the job", "action", dec.Action.String())
+		w.nak(context.Background(), d, 0, OutcomeReleased, log)
+	}
+}
+
+// settle performs a decision on a delivery outside the attempt loop.
+func (w *Worker) settle(d *delivery, dec Decision) {
+	w.settleWith(context.Background(), d, dec, call.Response{})
+}
+
+// detail is the dead-letter record's detail for reason.
+func (w *Worker) detail(d *delivery, reason Reason) string {
+	switch reason {
+	case ReasonClientError:
+		return fmt.Sprintf("worker: target answered %d", d.lastStatus)
+	case ReasonMaxDeliveries:
+		if d.lastErr != nil {
+			return fmt.Sprintf("worker: %d deliveries, last error: %v", d.msg.DeliveryCount(), d.lastErr)
+		}
+		return fmt.Sprintf("worker: %d deliveries, last status %d", d.msg.DeliveryCount(), d.lastStatus)
+	}
+	return d.invalid
+}
+
+func (w *Worker) settleCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), w.cfg.SettleTimeout)
+}
+
+// succeed publishes the result (when configured), then acks.
+func (w *Worker) succeed(ctx context.Context, d *delivery, resp call.Response, log *slog.Logger) {
+	sctx, cancel := w.settleCtx(ctx)
+	defer cancel()
+	if w.deps.Results != nil {
+		res := newResult(d.job, resp, w.cfg.ResultHeaders)
+		data, err := json.Marshal(res)
+		if err == nil {
+			data, err = fitResult(w.deps.Results, recordKey(d.msg), &res, resp.Body, data)
+		}
+		if err == nil {
+			err = w.deps.Results.Publish(sctx, recordKey(d.msg), data)
+		}
+		if err != nil {
+			log.Error("publishing the result failed; the job will be redelivered", "status", resp.Status, "err", err)
+			w.nakAfterOutputFailure(sctx, d, log)
+			return
+		}
+	}
+	if err := d.msg.Ack(sctx); err != nil {
+		log.Error("ack failed; the queue will redeliver the job", "status", resp.Status, "err", err)
+		w.settled(OutcomeUnsettled, d.job.Type)
+		return
+	}
+	log.Debug("job done", "status", resp.Status, "attempts", d.attempts)
+	w.settled(OutcomeSucceeded, d.job.Type)
+}
+
+func (w *Worker) nak(ctx context.Context, d *delivery, delay time.Duration, outcome Outcome, log *slog.Logger) {
+	sctx, cancel := w.settleCtx(ctx)
+	defer cancel()
+	if err := d.msg.Nak(sctx, delay); err != nil {
+		log.Error("nak failed; the queue will redeliver the job after its ack deadline", "err", err)
+		w.settled(OutcomeUnsettled, d.job.Type)
+		return
+	}
+	log.Debug("job naked", "delay", delay, "status", d.lastStatus, "outcome", outcome.String())
+	w.settled(outcome, d.job.Type)
+}
+
+// nakAfterOutputFailure naks a job whose record could not be published,
+// with a backoff by delivery count.
+func (w *Worker) nakAfterOutputFailure(ctx context.Context, d *delivery, log *slog.Logger) {
+	delay := backoff(w.cfg.BackoffBase, d.msg.DeliveryCount(), w.cfg.BackoffCap, w.jitter())
+	if err := d.msg.Nak(ctx, delay); err != nil {
+		log.Error("nak failed; the queue will redeliver the job after its ack deadline", "err", err)
+	}
+	w.settled(OutcomeUnsettled, d.job.Type)
+}
+
+// recordKey is the output key of a message's records: its message id,
+// which names this enqueued message (the job id as published, or a
+// replay's own id), so that a record published again after a crash is
+// deduplicated while a replayed job's record is not taken for the first.
+func recordKey(m sources.Message) string { return m.ID() }
+
+// deadLetter publishes the job's dead-letter record, waits for it to be
+// confirmed, and only then terminates the message. If the record cannot be
+// published the message is naked, so it is not lost.
+func (w *Worker) deadLetter(ctx context.Context, d *delivery, reason Reason, detail string) {
+	rec := DeadLetter{
+		ID:          d.job.ID,
+		Type:        d.job.Type,
+		Reason:      reason.String(),
+		Detail:      detail,
+		Status:      d.lastStatus,
+		BodyExcerpt: excerpt(d.lastBody, w.cfg.BodyExcerptBytes),
+		Attempts:    d.attempts,
+		Deliveries:  d.msg.DeliveryCount(),
+		FirstAt:     d.received.UTC(),
+		LastAt:      time.Now().UTC(),
+		Worker:      w.cfg.ID,
+		Headers:     d.msg.Headers(),
+	}
+	if rec.ID == "" {
+		rec.ID = d.msg.ID()
+	}
+	limit := w.cfg.Jobs.MaxEnvelopeBytes
+	if reason == ReasonTooLarge {
+		limit = min(limit, 4096)
+	}
+	rec.setPayload(d.msg.Data(), limit)
+	log := w.log.With("job", rec.ID, "type", rec.Type)
+
+	sctx, cancel := w.settleCtx(ctx)
+	defer cancel()
+	if w.deps.DeadLetters != nil {
+		data, err := json.Marshal(rec)
+		if err == nil {
+			data, err = fitRecord(w.deps.DeadLetters, recordKey(d.msg), &rec, d.msg.Data(), data)
+		}
+		if err == nil {
+			err = w.deps.DeadLetters.Publish(sctx, recordKey(d.msg), data)
+		}
+		if err != nil {
+			log.Error("publishing the dead letter failed; the job will be redelivered", "reason", rec.Reason, "err", err)
+			w.nakAfterOutputFailure(sctx, d, log)
+			return
+		}
+	}
+	if err := d.msg.Term(sctx, rec.Reason); err != nil {
+		log.Error("term failed; the queue will redeliver the job", "reason", rec.Reason, "err", err)
+		w.settled(OutcomeUnsettled, rec.Type)
+		return
+	}
+	log.Warn("job dead-lettered", "reason", rec.Reason, "status", rec.Status, "attempts", rec.Attempts, "deliveries", rec.Deliveries)
+	w.settled(OutcomeDeadLettered, rec.Type)
+}
