@@ -15,6 +15,9 @@ import (
 // Request is one call to the target API, built by the worker from a job and
 // its type's defaults.
 type Request struct {
+	// ID is the job's id, stable across redeliveries: the target logs it
+	// and may send it as an idempotency key. "" for none.
+	ID string
 	// Method is the HTTP method; "" means GET.
 	Method string
 	// Path is relative to the target's base URL, with an optional query:

@@ -22,12 +22,16 @@ type delivery struct {
 	lastErr    error
 	// invalid is the detail of an invalid job (with Decision.Reason).
 	invalid string
+	// reason is why the job was dead-lettered, once it is.
+	reason Reason
+	// trace is the delivery's trace; nil for a message handed back unread.
+	trace *jobTrace
 }
 
 // handle takes one message from receipt to settlement: it decides, with
 // the ack deadline kept alive, then performs the decision once.
 func (w *Worker) handle(ctx, reqCtx context.Context, m sources.Message) {
-	d := &delivery{msg: m, received: time.Now()}
+	d := &delivery{msg: m, received: time.Now(), trace: w.startJob(m.ID(), m.Headers(), m.DeliveryCount())}
 	stopKeepAlive := w.keepAlive(m)
 	dec, resp := w.deliver(ctx, reqCtx, d)
 	stopKeepAlive()
@@ -39,6 +43,7 @@ func (w *Worker) handle(ctx, reqCtx context.Context, m sources.Message) {
 func (w *Worker) deliver(ctx, reqCtx context.Context, d *delivery) (Decision, call.Response) {
 	job, err := w.dec.Decode(d.msg.ID(), d.msg.Headers(), d.msg.Data())
 	d.job = job
+	d.trace.setJob(job.ID, w.typeLabel(job.Type))
 	if err != nil {
 		return w.invalid(d, err), call.Response{}
 	}
@@ -47,7 +52,7 @@ func (w *Worker) deliver(ctx, reqCtx context.Context, d *delivery) (Decision, ca
 			return w.invalid(d, err), call.Response{}
 		}
 	}
-	log := w.log.With("job", job.ID, "type", job.Type)
+	log := w.jobLog(d)
 	for {
 		f, resp := w.attempt(ctx, reqCtx, d, log)
 		if f.Step == StepInvalid {
@@ -96,17 +101,20 @@ func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery, log *slog.Log
 	}
 	d.attempts++
 	start := time.Now()
-	resp, err := w.deps.Target.Send(reqCtx, job.request())
+	actx, endSpan := d.trace.startAttempt(reqCtx, d.attempts, job.Method)
+	resp, err := w.deps.Target.Send(actx, job.request())
 	var se *call.StatusError
 	switch {
 	case isInvalid(err):
 		// Never sent, so there is no outcome to report.
+		endSpan(0, ReasonInvalidRequest.String(), err)
 		return Facts{Step: StepInvalid}, sent{err: err}
 	case err != nil && !errors.As(err, &se):
 		resp = call.Response{Outcome: call.Outcome{Kind: call.NetworkError}}
 	default:
 		err = nil // the response says it all
 	}
+	endSpan(resp.Status, resp.Outcome.Kind.String(), err)
 	if observe != nil {
 		observe(resp.Outcome)
 	}
@@ -135,7 +143,20 @@ func (w *Worker) invalid(d *delivery, err error) Decision {
 }
 
 func (j Job) request() call.Request {
-	return call.Request{Method: j.Method, Path: j.Path, Header: j.Header, Body: j.Body}
+	return call.Request{ID: j.ID, Method: j.Method, Path: j.Path, Header: j.Header, Body: j.Body}
+}
+
+// jobLog is the logger of the lines about d's job: its id, type and trace
+// id.
+func (w *Worker) jobLog(d *delivery) *slog.Logger {
+	id := d.job.ID
+	if id == "" {
+		id = d.msg.ID()
+	}
+	if tid := d.trace.traceID(); tid != "" {
+		return w.log.With("job", id, "type", d.job.Type, "trace_id", tid)
+	}
+	return w.log.With("job", id, "type", d.job.Type)
 }
 
 // keepAlive extends m's ack deadline every AckWait/3 until the returned

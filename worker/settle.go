@@ -16,7 +16,7 @@ import (
 // done (with its own settle timeout), so the job goes back to the queue
 // at once.
 func (w *Worker) settleWith(ctx context.Context, d *delivery, dec Decision, resp call.Response) {
-	log := w.log.With("job", d.job.ID, "type", d.job.Type)
+	log := w.jobLog(d)
 	switch dec.Action {
 	case ActionAck:
 		w.succeed(ctx, d, resp, log)
@@ -78,11 +78,11 @@ func (w *Worker) succeed(ctx context.Context, d *delivery, resp call.Response, l
 	}
 	if err := d.msg.Ack(sctx); err != nil {
 		log.Error("ack failed; the queue will redeliver the job", "status", resp.Status, "err", err)
-		w.settled(OutcomeUnsettled, d.job.Type)
+		w.done(d, OutcomeUnsettled)
 		return
 	}
 	log.Debug("job done", "status", resp.Status, "attempts", d.attempts)
-	w.settled(OutcomeSucceeded, d.job.Type)
+	w.done(d, OutcomeSucceeded)
 }
 
 func (w *Worker) nak(ctx context.Context, d *delivery, delay time.Duration, outcome Outcome, log *slog.Logger) {
@@ -90,11 +90,11 @@ func (w *Worker) nak(ctx context.Context, d *delivery, delay time.Duration, outc
 	defer cancel()
 	if err := d.msg.Nak(sctx, delay); err != nil {
 		log.Error("nak failed; the queue will redeliver the job after its ack deadline", "err", err)
-		w.settled(OutcomeUnsettled, d.job.Type)
+		w.done(d, OutcomeUnsettled)
 		return
 	}
 	log.Debug("job naked", "delay", delay, "status", d.lastStatus, "outcome", outcome.String())
-	w.settled(outcome, d.job.Type)
+	w.done(d, outcome)
 }
 
 // nakAfterOutputFailure naks a job whose record could not be published,
@@ -104,7 +104,13 @@ func (w *Worker) nakAfterOutputFailure(ctx context.Context, d *delivery, log *sl
 	if err := d.msg.Nak(ctx, delay); err != nil {
 		log.Error("nak failed; the queue will redeliver the job after its ack deadline", "err", err)
 	}
-	w.settled(OutcomeUnsettled, d.job.Type)
+	w.done(d, OutcomeUnsettled)
+}
+
+// done counts d's job settled with o and ends the delivery's span.
+func (w *Worker) done(d *delivery, o Outcome) {
+	w.settled(o, d.job.Type)
+	d.trace.end(o, d.reason)
 }
 
 // recordKey is the output key of a message's records: its message id,
@@ -139,7 +145,8 @@ func (w *Worker) deadLetter(ctx context.Context, d *delivery, reason Reason, det
 		limit = min(limit, 4096)
 	}
 	rec.setPayload(d.msg.Data(), limit)
-	log := w.log.With("job", rec.ID, "type", rec.Type)
+	d.reason = reason
+	log := w.jobLog(d)
 
 	sctx, cancel := w.settleCtx(ctx)
 	defer cancel()
@@ -159,9 +166,9 @@ func (w *Worker) deadLetter(ctx context.Context, d *delivery, reason Reason, det
 	}
 	if err := d.msg.Term(sctx, rec.Reason); err != nil {
 		log.Error("term failed; the queue will redeliver the job", "reason", rec.Reason, "err", err)
-		w.settled(OutcomeUnsettled, rec.Type)
+		w.done(d, OutcomeUnsettled)
 		return
 	}
 	log.Warn("job dead-lettered", "reason", rec.Reason, "status", rec.Status, "attempts", rec.Attempts, "deliveries", rec.Deliveries)
-	w.settled(OutcomeDeadLettered, rec.Type)
+	w.done(d, OutcomeDeadLettered)
 }

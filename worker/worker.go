@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
@@ -59,7 +61,9 @@ type Output interface {
 // Limiter nil grants every attempt at once; Results nil publishes no
 // results; DeadLetters nil makes a dead letter a Term with its reason
 // (the record is only logged). Log nil discards; Metrics nil records no
-// Prometheus metrics (Stats counts either way).
+// Prometheus metrics (Stats counts either way). Tracer nil records no span:
+// attempts still carry the producer's trace context, or a new trace's, to
+// the target (see Tracer).
 type Deps struct {
 	Source      Source
 	Target      Target
@@ -68,6 +72,12 @@ type Deps struct {
 	DeadLetters Output
 	Log         *slog.Logger
 	Metrics     *Metrics
+	// Tracer records a span per delivery of a job (a child of the
+	// producer's span when the message carries a traceparent header or
+	// attribute) and a child span per attempt; the attempt's context
+	// goes to Target.Send, whose trace context the target propagates.
+	// trace.Tracer of OpenTelemetry; internal/tracing builds one.
+	Tracer trace.Tracer
 }
 
 // Worker drains a source into a target. Build it with New and run it with

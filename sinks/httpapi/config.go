@@ -24,6 +24,9 @@ const (
 	MaxMaxResponseBytes = 64 << 20
 	DefaultMaxConns     = 64
 	DefaultUserAgent    = "sluice"
+	// DefaultIdempotencyHeader is the config file's default
+	// IdempotencyHeader (IETF draft-ietf-httpapi-idempotency-key-header).
+	DefaultIdempotencyHeader = "Idempotency-Key"
 )
 
 // Config describes the target API. The zero value of every field but
@@ -67,6 +70,12 @@ type Config struct {
 	// UserAgent is sent when neither Headers nor the job set one. Default
 	// "sluice".
 	UserAgent string
+
+	// IdempotencyHeader names the header that carries the job's id
+	// (call.Request.ID) on every attempt, so that the target can
+	// deduplicate the redeliveries of at-least-once delivery. Empty sends
+	// none; the config file's default is DefaultIdempotencyHeader.
+	IdempotencyHeader string
 
 	// Classifier classifies responses; its zero value is the default
 	// (429, and 503 with Retry-After, are throttles).
@@ -181,6 +190,9 @@ func (c Config) Validate() error {
 	if c.UserAgent != "" && !httpguts.ValidHeaderFieldValue(c.UserAgent) {
 		bad("user_agent", fmt.Sprintf("%q", c.UserAgent), "a valid header value")
 	}
+	if err := c.validateStamped(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.Classifier.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -280,4 +292,30 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// stampedHeaders are the headers the sink sets on each call from its
+// context (W3C Trace Context); config headers may not name them.
+var stampedHeaders = []string{"Traceparent", "Tracestate"}
+
+// validateStamped checks IdempotencyHeader, and that no config header names
+// a header the sink sets per call.
+func (c Config) validateStamped() error {
+	var errs []error
+	idem := http.CanonicalHeaderKey(c.IdempotencyHeader)
+	if c.IdempotencyHeader != "" {
+		switch {
+		case !httpguts.ValidHeaderFieldName(c.IdempotencyHeader):
+			errs = append(errs, fmt.Errorf("httpapi: idempotency_header: must be a valid header name, got %q", c.IdempotencyHeader))
+		case slices.Contains(alwaysDropped, idem) || slices.Contains(stampedHeaders, idem):
+			errs = append(errs, fmt.Errorf("httpapi: idempotency_header: must be a header the client does not set itself, got %q", c.IdempotencyHeader))
+		}
+	}
+	for _, name := range sortedKeys(c.Headers) {
+		canon := http.CanonicalHeaderKey(name)
+		if slices.Contains(stampedHeaders, canon) || (c.IdempotencyHeader != "" && canon == idem) {
+			errs = append(errs, fmt.Errorf("httpapi: headers.%s: must not be set: sluice sets it on each call (trace context, idempotency_header)", name))
+		}
+	}
+	return errors.Join(errs...)
 }

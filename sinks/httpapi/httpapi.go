@@ -14,8 +14,15 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/sluicehq/sluice/call"
 )
+
+// traceContext writes W3C Trace Context (traceparent, tracestate).
+var traceContext = propagation.TraceContext{}
 
 // ExcerptBytes is the most of a response body a call.StatusError carries.
 const ExcerptBytes = 1024
@@ -163,6 +170,12 @@ func (s *Sink) prepare(r call.Request) (string, *url.URL, http.Header, error) {
 	if err != nil {
 		return "", nil, nil, err
 	}
+	if s.cfg.IdempotencyHeader != "" && r.ID != "" {
+		if len(r.ID) > maxHeaderBytes || !httpguts.ValidHeaderFieldValue(r.ID) {
+			return "", nil, nil, invalid("job id: cannot be sent as %s: a control character, or longer than %d bytes", s.cfg.IdempotencyHeader, maxHeaderBytes)
+		}
+		h.Set(s.cfg.IdempotencyHeader, r.ID)
+	}
 	return method, u, h, nil
 }
 
@@ -183,6 +196,12 @@ func (s *Sink) build(ctx context.Context, r call.Request) (*http.Request, error)
 	req.URL = u
 	req.Host = ""
 	req.Header = h
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		// The trace context of the call replaces a job's own.
+		h.Del("Traceparent")
+		h.Del("Tracestate")
+		traceContext.Inject(ctx, propagation.HeaderCarrier(h))
+	}
 	return req, nil
 }
 
@@ -214,7 +233,7 @@ func (s *Sink) Send(ctx context.Context, r call.Request) (call.Response, error) 
 	}
 	if err != nil {
 		res := call.Response{Latency: s.now().Sub(start), Outcome: call.Outcome{Kind: call.NetworkError}}
-		s.log.Debug("target call failed", "method", req.Method, "path", logPath, "latency", res.Latency, "err", err)
+		s.log.Debug("target call failed", "job", r.ID, "method", req.Method, "path", logPath, "latency", res.Latency, "err", err)
 		return res, s.networkError(ctx, tctx, req.Method, logPath, err)
 	}
 	body, truncated, rerr := readCapped(resp.Body, s.cfg.MaxResponseBytes)
@@ -228,11 +247,11 @@ func (s *Sink) Send(ctx context.Context, r call.Request) (call.Response, error) 
 	}
 	if rerr != nil {
 		res.Outcome = call.Outcome{Kind: call.NetworkError}
-		s.log.Debug("target response cut", "method", req.Method, "path", logPath, "status", resp.StatusCode, "latency", res.Latency, "err", rerr)
+		s.log.Debug("target response cut", "job", r.ID, "method", req.Method, "path", logPath, "status", resp.StatusCode, "latency", res.Latency, "err", rerr)
 		return res, s.networkError(ctx, tctx, req.Method, logPath, fmt.Errorf("reading the body of a %d response: %w", resp.StatusCode, rerr))
 	}
 	res.Outcome = s.cfg.Classifier.Classify(resp.StatusCode, resp.Header, s.now())
-	s.log.Debug("target call", "method", req.Method, "path", logPath, "status", resp.StatusCode, "latency", res.Latency, "outcome", res.Outcome.Kind.String())
+	s.log.Debug("target call", "job", r.ID, "method", req.Method, "path", logPath, "status", resp.StatusCode, "latency", res.Latency, "outcome", res.Outcome.Kind.String())
 	if resp.StatusCode < 400 {
 		return res, nil
 	}

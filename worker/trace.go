@@ -1,0 +1,145 @@
+package worker
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// traceContext reads and writes W3C Trace Context: traceparent and
+// tracestate.
+var traceContext = propagation.TraceContext{}
+
+// googclientPrefix is the prefix the Google Cloud Pub/Sub client gives the
+// trace context attributes it sets (googclient_traceparent).
+const googclientPrefix = "googclient_"
+
+// messageCarrier reads trace context from a message's headers (JetStream)
+// or attributes (Pub/Sub): the key in any case, then with the Pub/Sub
+// client's googclient_ prefix.
+type messageCarrier map[string]string
+
+func (c messageCarrier) Get(key string) string {
+	if v := lookupHeader(c, key); v != "" {
+		return v
+	}
+	return lookupHeader(c, googclientPrefix+key)
+}
+
+func (c messageCarrier) Set(string, string) {}
+
+func (c messageCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, strings.ToLower(strings.TrimPrefix(k, googclientPrefix)))
+	}
+	return keys
+}
+
+// jobTrace is the trace of one delivery of a job: its span, a child of the
+// producer's when the message carried a valid traceparent. Without a
+// tracer the span records nothing: it only carries the span context that
+// attempts propagate (the producer's, unchanged, or a new trace).
+type jobTrace struct {
+	tracer trace.Tracer // nil: spans are not recorded
+	span   trace.Span
+}
+
+// startJob starts the trace of a delivery of the message with this id and
+// headers.
+func (w *Worker) startJob(id string, headers map[string]string, deliveries int) *jobTrace {
+	parent := traceContext.Extract(context.Background(), messageCarrier(headers))
+	if tr := w.deps.Tracer; tr != nil {
+		_, span := tr.Start(parent, "job", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+			attribute.String("messaging.message.id", id),
+			attribute.Int("sluice.delivery", deliveries),
+		))
+		return &jobTrace{tracer: tr, span: span}
+	}
+	sc := trace.SpanContextFromContext(parent)
+	if !sc.IsValid() {
+		sc = newTrace()
+	}
+	return &jobTrace{span: trace.SpanFromContext(trace.ContextWithSpanContext(context.Background(), sc))}
+}
+
+// newTrace returns the span context of a new trace: random, valid ids, not
+// sampled (nothing is recorded without a tracer).
+func newTrace() trace.SpanContext {
+	var tid trace.TraceID
+	var sid trace.SpanID
+	for !tid.IsValid() {
+		binary.BigEndian.PutUint64(tid[:8], rand.Uint64())
+		binary.BigEndian.PutUint64(tid[8:], rand.Uint64())
+	}
+	for !sid.IsValid() {
+		binary.BigEndian.PutUint64(sid[:], rand.Uint64())
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})
+}
+
+// traceID is the trace id logged with the job's lines, "" for a nil
+// jobTrace.
+func (t *jobTrace) traceID() string {
+	if t == nil {
+		return ""
+	}
+	return t.span.SpanContext().TraceID().String()
+}
+
+// setJob names the span after the decoded job: its id and type label.
+func (t *jobTrace) setJob(id, typeLabel string) {
+	if t.tracer == nil {
+		return
+	}
+	t.span.SetName("job " + typeLabel)
+	t.span.SetAttributes(attribute.String("sluice.job.id", id), attribute.String("sluice.job.type", typeLabel))
+}
+
+// startAttempt returns ctx carrying the span context the attempt sends to
+// the target: a new child span of the job's when spans are recorded, else
+// the job's own. end closes the attempt's span with what the call gave.
+func (t *jobTrace) startAttempt(ctx context.Context, n int, method string) (context.Context, func(status int, result string, err error)) {
+	ctx = trace.ContextWithSpan(ctx, t.span)
+	if t.tracer == nil {
+		return ctx, func(int, string, error) {}
+	}
+	ctx, span := t.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("http.request.method", method),
+		attribute.Int("sluice.attempt", n),
+	))
+	return ctx, func(status int, result string, err error) {
+		if status > 0 {
+			span.SetAttributes(attribute.Int("http.response.status_code", status))
+		}
+		span.SetAttributes(attribute.String("sluice.result", result))
+		if status >= 400 || err != nil {
+			span.SetStatus(codes.Error, result)
+		}
+		span.End()
+	}
+}
+
+// end closes the job's span with how the delivery was settled and, for a
+// dead letter, its reason. A nil jobTrace (a message handed back unread)
+// does nothing.
+func (t *jobTrace) end(o Outcome, reason Reason) {
+	if t == nil || t.tracer == nil {
+		return
+	}
+	t.span.SetAttributes(attribute.String("sluice.outcome", o.String()))
+	switch o {
+	case OutcomeDeadLettered:
+		t.span.SetAttributes(attribute.String("sluice.dead_letter.reason", reason.String()))
+		t.span.SetStatus(codes.Error, reason.String())
+	case OutcomeUnsettled:
+		t.span.SetStatus(codes.Error, "not settled")
+	}
+	t.span.End()
+}
