@@ -273,8 +273,8 @@ func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
 			c.success(t)
 		}
 	}
-	if o.Kind != call.NetworkError && o.Quota.Present() {
-		c.hint(t, sentAt.Sub(c.start), math.Max(units, 0), o.Quota)
+	if o.Kind != call.NetworkError {
+		c.hint(t, sentAt.Sub(c.start), math.Max(units, 0), o)
 	}
 	c.advance(t)
 }

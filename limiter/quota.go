@@ -22,6 +22,8 @@ type quotaState struct {
 	until   time.Duration // end of the budget; it holds while the Core's time is before it
 	ceiling float64       // the announced limit per minute, whole budget; 0 for none
 	window  time.Duration // the longest reset seen: the window when none is announced
+	doubted time.Duration // the last throttle that contradicted the hints
+	doubt   bool          // doubted is set
 
 	spent   float64       // units granted since the first hint
 	log     []spentRec    // grants since logFrom, in time order; log[lh:] are live
@@ -34,14 +36,20 @@ type spentRec struct {
 	before float64 // spent before this grant
 }
 
-// hint applies a quota hint received at t in the response to a request of
-// units sent at sent (docs/limiter.md, "Quota hint").
-func (c *Core) hint(t, sent time.Duration, units float64, q call.Quota) {
-	q = q.Sanitized()
+// hint applies the quota hint of outcome o, received at t in the response
+// to a request of units sent at sent (docs/limiter.md, "Quota hint"). A
+// throttle whose hint does not show the quota used up (remaining below
+// units) contradicts the hints: they raise the rate again only one window
+// later.
+func (c *Core) hint(t, sent time.Duration, units float64, o call.Outcome) {
+	q := o.Quota.Sanitized()
+	qs := &c.quota
+	if o.Kind == call.Throttle && units > 0 && !(q.HasRemaining && q.Remaining < units) {
+		qs.doubt, qs.doubted = true, t
+	}
 	if !q.Present() {
 		return
 	}
-	qs := &c.quota
 	if !qs.on {
 		qs.on, qs.logFrom = true, t
 	}
@@ -50,7 +58,10 @@ func (c *Core) hint(t, sent time.Duration, units float64, q call.Quota) {
 		qs.window = q.Reset
 	}
 	if q.HasRemaining && q.Reset > 0 && c.cfg.MaxPause > 0 && sent >= qs.logFrom {
-		b := c.rules.part.Of(q.Remaining) - (c.spentSince(sent) - units)
+		// Units in flight are not in R yet: this instance's, and as many
+		// of every other instance's, at least its rate over the round trip.
+		inflight := math.Max(c.spentSince(sent)-units, c.adapt.Rate/60*(t-sent).Seconds())
+		b := c.rules.part.Of(q.Remaining) - inflight
 		qs.budget = b
 		qs.until = t + min(q.Reset, c.cfg.MaxPause)
 		c.tokens = math.Min(c.tokens, math.Max(b, 0))
@@ -63,7 +74,8 @@ func (c *Core) hint(t, sent time.Duration, units float64, q call.Quota) {
 		qs.ceiling = q.Limit * float64(time.Minute) / float64(w)
 		c.rules.SetQuotaCeiling(qs.ceiling)
 		a, p := &c.adapt, c.rules.Max()
-		raise := !c.following && (!a.Throttled || c.at(t).Sub(a.LastCut) >= w)
+		raise := !c.following && (!a.Throttled || c.at(t).Sub(a.LastCut) >= c.cfg.DecreaseCooldown) &&
+			(!qs.doubt || t-qs.doubted >= w)
 		if a.Rate > p || (a.Rate < p && raise) {
 			a.IncClock = c.at(t)
 			c.setRate(p)
