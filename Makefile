@@ -52,10 +52,13 @@ bench:
 bench-control:
 	sh scripts/bench-control.sh
 
-# End-to-end run with real processes (about 90 s): the model API, two
-# `sluice run` sharing an embedded JetStream, 3,000 jobs; see docs/demo.md.
+# End-to-end runs with real processes (about 90 s each): the model API, two
+# `sluice run` sharing an embedded JetStream, 3,000 jobs; then the same with
+# quota headers (testserver --headers ietf), the default initial rate, no
+# 429 allowed and a drain within 1.15 x ideal; see docs/demo.md.
 e2e:
 	GO=$(GO) ./scripts/e2e.sh
+	GO=$(GO) HEADERS=ietf RATE=default MAX_THROTTLED=0 MAX_RATIO=1.15 ./scripts/e2e.sh
 
 # The fault-injection suite (docs/reliability.md): real sluice, testserver
 # and NATS processes, one fault per scenario, every job audited. One or

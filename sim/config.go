@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -98,6 +99,10 @@ type Config struct {
 	// The model API.
 	Quota  float64       // hidden quota in units per Window; default 3000
 	Window time.Duration // sliding window; default 60s
+	// Headers are the quota headers the model API sends with every
+	// response, and that the clients' limiters read (SetQuotaHeaders).
+	// The zero value sends none.
+	Headers call.RateLimitHeaders
 
 	// The model clients.
 	Instances  int           // instances at the start; default 2
@@ -219,6 +224,9 @@ func (c Config) Validate() error {
 	}
 	if c.Window <= 0 {
 		bad("window", c.Window, "> 0")
+	}
+	if err := c.Headers.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("sim: headers: %w", err))
 	}
 	if c.Instances < 1 {
 		bad("instances", c.Instances, ">= 1")

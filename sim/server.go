@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/call"
 )
 
 // Request headers the model API reads.
@@ -34,6 +36,10 @@ type ServerConfig struct {
 	Window      time.Duration      // default 60s
 	DefaultCost float64            // units of a call with no cost header and no priced type; default 1
 	TypeCosts   map[string]float64 // units per job type
+	// Headers are the quota headers sent with every call's answer (200 and
+	// 429): the window's state after the call (SetQuotaHeaders). The
+	// zero value sends none.
+	Headers call.RateLimitHeaders
 	// Log receives the id of every accepted call that has one, a line
 	// each, in the order of acceptance. Nil writes nothing.
 	Log io.Writer
@@ -57,6 +63,9 @@ func (c ServerConfig) Validate() error {
 	}
 	if c.Window <= 0 {
 		errs = append(errs, fmt.Errorf("sim: window: must be > 0, got %v", c.Window))
+	}
+	if err := c.Headers.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("sim: headers: %w", err))
 	}
 	if !(c.DefaultCost >= 0) || math.IsInf(c.DefaultCost, 0) {
 		errs = append(errs, fmt.Errorf("sim: default_cost: must be >= 0, got %v", c.DefaultCost))
@@ -95,7 +104,8 @@ type JobStats struct {
 // Server is the model API over HTTP: each call costs units from the hidden
 // quota of a sliding Window. A call that fits is answered 200 and its units
 // enter the window; one that does not gets 429 with a Retry-After in whole
-// seconds (rounded up). GET /stats returns Stats and GET /jobs the number
+// seconds (rounded up). With ServerConfig.Headers every answer to a call
+// carries the quota headers of that format. GET /stats returns Stats and GET /jobs the number
 // of accepted calls per job id. Every other request is a call, whatever its
 // method and path. The accounting is exact under concurrent calls: one
 // mutex orders them.
@@ -163,7 +173,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = r.Header.Get(XJobIDHeader)
 	}
 	s.mu.Lock()
-	ok, wait := s.win.Take(s.now(), cost)
+	now := s.now()
+	ok, wait := s.win.Take(now, cost)
+	SetQuotaHeaders(w.Header(), s.cfg.Headers, s.win.State(now), now)
 	switch {
 	case ok:
 		s.stats.AcceptedUnits += cost

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"time"
 
@@ -65,6 +66,7 @@ type event struct {
 	index  int                 // evScenario: index into Config.Events
 	units  float64             // evQuotaBack: the units returned
 	fleet  *limiter.FleetState // evFleet: the state that reaches inst
+	quota  call.Quota          // evResponse: what its quota headers announce
 }
 
 type eventQueue []*event
@@ -134,6 +136,7 @@ type runner struct {
 	quotaLog []quotaStep
 
 	hook func(coreOp)
+	hdr  http.Header // the quota headers of the latest response, reused
 
 	// measurements
 	requests      int
@@ -383,6 +386,7 @@ func (r *runner) reach(e *event) {
 	r.sent.Take(r.vt(r.now), e.job.cost)
 	ok, wait := r.win.Take(r.vt(r.now), e.job.cost)
 	resp := &event{at: r.now + e.back, kind: evResponse, job: e.job, sentAt: e.sentAt, ok: ok}
+	resp.quota = r.quotaHint(resp.at)
 	sec := min(int(r.now/time.Second), len(r.accSec)-1)
 	if ok {
 		r.unitsAccepted += e.job.cost
@@ -401,6 +405,22 @@ func (r *runner) reach(e *event) {
 	r.schedule(resp)
 }
 
+// quotaHint is what the client reads, at the response's arrival at, from
+// the quota headers the model API sends with it (Config.Headers): the
+// headers are written as the API's state is now and parsed as the limiter's
+// classifier does.
+func (r *runner) quotaHint(at time.Duration) call.Quota {
+	if r.cfg.Headers.Format == call.RateLimitNone {
+		return call.Quota{}
+	}
+	if r.hdr == nil {
+		r.hdr = http.Header{}
+	}
+	clear(r.hdr)
+	SetQuotaHeaders(r.hdr, r.cfg.Headers, r.win.State(r.vt(r.now)), r.vt(r.now))
+	return r.cfg.Headers.Parse(r.hdr, r.vt(at))
+}
+
 // response is the client reading the API's answer: the limiter observes it,
 // and the retry handler retries a 429 after its Retry-After.
 func (r *runner) response(e *event) {
@@ -414,6 +434,7 @@ func (r *runner) response(e *event) {
 		if !e.ok {
 			o = call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Duration(e.ra) * time.Second}
 		}
+		o.Quota = e.quota
 		in.core.Observe(r.vt(r.now), r.vt(e.sentAt), j.cost, o)
 		r.record(coreOp{Inst: in.idx, Op: "observe", At: r.now, ID: j.grant, SentAt: e.sentAt, Units: j.cost, Outcome: o})
 		if r.fleet != nil {

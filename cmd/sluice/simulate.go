@@ -37,6 +37,7 @@ type simulateFlags struct {
 	speed     float64 // simserve.go
 	share     string
 	delay     time.Duration
+	headers   headersFlags
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -66,7 +67,10 @@ is never reached). --svg writes a chart. --compare runs every mode and share
 on every scenario (or on those --scenario, --mode and --share name) and
 prints one table.
 --serve ADDR serves an interactive page of the simulation instead (see
-docs/ui.md). See docs/simulator.md.`,
+docs/ui.md). --headers ietf|x-ratelimit makes the model API send quota
+headers with every response and the limiters read them (docs/target.md,
+"Quota headers"); --headers-reset unix sends X-RateLimit-Reset as a Unix
+time. See docs/simulator.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulate(cmd, f)
@@ -82,6 +86,7 @@ docs/ui.md). See docs/simulator.md.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random source")
 	fl.Float64Var(&f.initial, "initial", 0, "initial_units_per_minute of the whole budget (default: the scenario's, 1500; ramp 600)")
 	fl.Float64Var(&f.scaleC, "cubic-scale-constant", 0, "cubic.scale_constant, units/min per s³ (default: the limiter's default)")
+	f.headers.register(fl, "the model API sends them with every response and the limiters read them")
 	fl.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
 	fl.StringVar(&f.svg, "svg", "", "write a chart of the run to this SVG file")
 	fl.BoolVar(&f.compare, "compare", false, "run every mode on every scenario and print a comparison table")
@@ -115,6 +120,10 @@ func (f simulateFlags) adjust(cmd *cobra.Command) (func(*sim.Config), error) {
 	if err != nil {
 		return nil, fmt.Errorf("--share: %w", err)
 	}
+	headers, err := f.headers.parse()
+	if err != nil {
+		return nil, err
+	}
 	return func(c *sim.Config) {
 		c.Duration = f.duration
 		c.Seed = f.seed
@@ -134,6 +143,7 @@ func (f simulateFlags) adjust(cmd *cobra.Command) (func(*sim.Config), error) {
 			c.Limiter.CUBIC.ScaleConstant = f.scaleC
 		}
 		c.Share, c.ShareDelay = share, f.delay
+		c.Headers = headers
 		if c.SteadyFrom >= c.Duration {
 			c.SteadyFrom = 0
 		}

@@ -107,6 +107,8 @@ func TestSimulateFlagErrors(t *testing.T) {
 		{[]string{"--scenario", "no-limiter", "--mode", "aimd"}, "--mode"},
 		{[]string{"--initial", "-1"}, "--initial"},
 		{[]string{"--cubic-scale-constant", "0"}, "--cubic-scale-constant"},
+		{[]string{"--headers", "github"}, "--headers"},
+		{[]string{"--headers", "ietf", "--headers-reset", "unix"}, "--headers-reset"},
 		{[]string{"--compare", "--json"}, "--compare"},
 		{[]string{"--share", "cloud"}, "--share"},
 		{[]string{"--share", "fleet", "--share-delay", "-1s"}, "--share-delay"},

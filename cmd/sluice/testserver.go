@@ -29,6 +29,7 @@ type testserverFlags struct {
 	typeCosts   []string
 	defaultCost float64
 	logFile     string
+	headers     headersFlags
 }
 
 func newTestserverCmd() *cobra.Command {
@@ -46,6 +47,14 @@ GET /jobs. A call costs the X-Cost header's units, or its job type's price
 --default-cost. The job id in Sluice-Job-Id (or X-Job-Id) is counted per
 accepted call, so duplicates show in GET /stats ("jobs") and GET /jobs, and
 --log FILE appends each accepted id on its own line.
+
+--headers ietf sends RateLimit-Policy ("window";q=QUOTA;w=WINDOW) and
+RateLimit ("window";r=REMAINING;t=RESET) with every answer; --headers
+x-ratelimit sends X-RateLimit-Limit, X-RateLimit-Remaining and
+X-RateLimit-Reset (delta seconds, or a Unix time with --headers-reset
+unix). REMAINING is the units left in the window after the call, rounded
+down; RESET the seconds until the oldest units in the window leave it,
+rounded up.
 
 GET /stats: accepted_units, accepted_requests, throttled, window_units,
 quota, window_s, too_large, bad_requests, jobs {distinct, duplicates,
@@ -82,6 +91,7 @@ stats as JSON. See docs/simulator.md.`,
 	fl.StringArrayVar(&f.typeCosts, "type-cost", nil, "price of a job type, TYPE=UNITS (repeatable)")
 	fl.Float64Var(&f.defaultCost, "default-cost", 1, "units of a call with no X-Cost and no priced type")
 	fl.StringVar(&f.logFile, "log", "", "append the id of every accepted call to this file")
+	f.headers.register(fl, "sent with every answer, computed from the window")
 	return cmd
 }
 
@@ -97,6 +107,11 @@ func (f testserverFlags) config() (sim.ServerConfig, error) {
 		return cfg, fmt.Errorf("--default-cost: must be >= 0, got %v", f.defaultCost)
 	}
 	cfg.Quota, cfg.Window, cfg.DefaultCost = f.quota, f.window, f.defaultCost
+	headers, err := f.headers.parse()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Headers = headers
 	for _, tc := range f.typeCosts {
 		typ, units, ok := strings.Cut(tc, "=")
 		c, err := strconv.ParseFloat(strings.TrimSpace(units), 64)

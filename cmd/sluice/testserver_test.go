@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/sim"
 )
 
@@ -21,8 +22,12 @@ func TestTestserverFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Quota != 100 || cfg.DefaultCost != 2 || cfg.TypeCosts["export"] != 5 || cfg.TypeCosts["sync"] != 0.5 {
+	if cfg.Quota != 100 || cfg.DefaultCost != 2 || cfg.TypeCosts["export"] != 5 || cfg.TypeCosts["sync"] != 0.5 || cfg.Headers.Format != call.RateLimitNone {
 		t.Fatalf("config %+v", cfg)
+	}
+	f.headers = headersFlags{format: "x-ratelimit", reset: "unix"}
+	if cfg, err = f.config(); err != nil || cfg.Headers != (call.RateLimitHeaders{Format: call.RateLimitX, Reset: call.UnitUnixTime}) {
+		t.Fatalf("--headers x-ratelimit --headers-reset unix: %+v, %v", cfg.Headers, err)
 	}
 	for _, c := range []struct {
 		f    testserverFlags
@@ -34,6 +39,9 @@ func TestTestserverFlags(t *testing.T) {
 		{testserverFlags{quota: 1, window: 1, typeCosts: []string{"export"}}, "--type-cost"},
 		{testserverFlags{quota: 1, window: 1, typeCosts: []string{"=3"}}, "--type-cost"},
 		{testserverFlags{quota: 1, window: 1, typeCosts: []string{"x=-3"}}, "--type-cost"},
+		{testserverFlags{quota: 1, window: 1, headers: headersFlags{format: "github"}}, "--headers"},
+		{testserverFlags{quota: 1, window: 1, headers: headersFlags{format: "ietf", reset: "unix"}}, "--headers-reset"},
+		{testserverFlags{quota: 1, window: 1, headers: headersFlags{format: "x-ratelimit", reset: "epoch"}}, "--headers-reset"},
 	} {
 		if _, err := c.f.config(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one naming %s", c.f, err, c.want)
