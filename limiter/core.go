@@ -469,16 +469,11 @@ func (c *Core) accrue(t time.Duration) {
 	if t <= c.last {
 		return
 	}
-	if u := c.quota.until; u > c.last && u < t {
-		c.accrue(u)
+	if c.quota.until > c.last {
+		c.accrueBudget(t)
+		return
 	}
-	switch {
-	case c.paused:
-	case c.quota.until > c.last:
-		if lim := c.budgetCap(); c.tokens < lim {
-			c.tokens = math.Min(lim, c.tokens+float64(t-c.last)*c.perNs)
-		}
-	default:
+	if !c.paused {
 		c.tokens = math.Min(c.cap, c.tokens+float64(t-c.last)*c.perNs)
 	}
 	c.last = t

@@ -100,6 +100,20 @@ func (c *Core) budgetCap() float64 {
 	return math.Min(c.cap, math.Max(c.quota.budget, head))
 }
 
+// accrueBudget fills the bucket up to t (after c.last) while a budget
+// runs: only up to budgetCap, and normally again from the budget's end.
+func (c *Core) accrueBudget(t time.Duration) {
+	if u := c.quota.until; u < t {
+		c.accrueBudget(u)
+		c.accrue(t)
+		return
+	}
+	if lim := c.budgetCap(); !c.paused && c.tokens < lim {
+		c.tokens = math.Min(lim, c.tokens+float64(t-c.last)*c.perNs)
+	}
+	c.last = t
+}
+
 // spend records a grant of u units at t against the budget and in the log.
 func (c *Core) spend(t time.Duration, u float64) {
 	qs := &c.quota
