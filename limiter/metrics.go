@@ -14,6 +14,7 @@ import (
 // The names are stable (dashboards and alerts use them):
 //
 //	sluice_limiter_rate_units_per_minute  gauge    this instance's rate
+//	sluice_limiter_rate_units_per_second  gauge    the same rate in Prometheus's base unit
 //	sluice_limiter_tokens                 gauge    bucket level (negative after an oversized grant)
 //	sluice_limiter_queue_length           gauge    waiting requests
 //	sluice_limiter_instances              gauge    instance count (1/share for a fractional share)
@@ -26,6 +27,7 @@ import (
 // In disabled mode units and throttles are still counted.
 type Metrics struct {
 	rate       prometheus.Gauge
+	ratePerSec prometheus.Gauge
 	tokens     prometheus.Gauge
 	queue      prometheus.Gauge
 	instances  prometheus.Gauge
@@ -49,6 +51,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rate: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sluice_limiter_rate_units_per_minute",
 			Help: "Current rate of this instance's limiter, in units per minute.",
+		}),
+		ratePerSec: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sluice_limiter_rate_units_per_second",
+			Help: "Current rate of this instance's limiter, in units per second (sluice_limiter_rate_units_per_minute / 60).",
 		}),
 		tokens: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sluice_limiter_tokens",
@@ -89,7 +95,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.rejectedBy[r] = m.rejections.WithLabelValues(string(r))
 	}
 	if reg != nil {
-		reg.MustRegister(m.rate, m.tokens, m.queue, m.instances, m.paused,
+		reg.MustRegister(m.rate, m.ratePerSec, m.tokens, m.queue, m.instances, m.paused,
 			m.units, m.throttles, m.rejections, m.wait)
 	}
 	return m
@@ -101,6 +107,7 @@ func (m *Metrics) setState(c *Core) {
 		return
 	}
 	m.rate.Set(c.adapt.Rate)
+	m.ratePerSec.Set(c.adapt.Rate / 60)
 	m.tokens.Set(c.tokens)
 	m.queue.Set(float64(c.QueueLen()))
 	m.instances.Set(1 / c.rules.part.Share)

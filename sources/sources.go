@@ -42,6 +42,22 @@ type Message interface {
 	InProgress(ctx context.Context) error
 }
 
+// Published is implemented by messages that know when they were
+// published: JetStream's stream timestamp, Pub/Sub's publish time. The
+// worker measures a job's age (sluice_job_age_seconds) from it.
+type Published interface {
+	PublishedAt() time.Time
+}
+
+// PublishedAt is when m was published, or the zero time when its source
+// cannot tell.
+func PublishedAt(m Message) time.Time {
+	if p, ok := m.(Published); ok {
+		return p.PublishedAt()
+	}
+	return time.Time{}
+}
+
 // Outgoing is a message to publish.
 type Outgoing struct {
 	// ID deduplicates: publishing the same ID twice within the backend's

@@ -33,6 +33,11 @@ func (o Outcome) String() string {
 	return outcomeNames[o]
 }
 
+// Finished reports whether o ends the job for good (succeeded or
+// dead-lettered); the other outcomes hand it back to the queue, to come
+// again.
+func (o Outcome) Finished() bool { return o == OutcomeSucceeded || o == OutcomeDeadLettered }
+
 // Reason is why a job is dead-lettered. Its String is stable: dead-letter
 // records carry it and `sluice dlq replay --reason` filters on it.
 type Reason int

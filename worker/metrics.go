@@ -2,6 +2,7 @@ package worker
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,7 +15,12 @@ import (
 //
 //   - sluice_jobs_total{outcome,type}: jobs settled, by outcome and job type
 //     (types that are not configured count as "other", so a queue cannot
-//     grow the label set);
+//     grow the label set), hand-backs to the queue included;
+//   - sluice_jobs_finished_total{outcome,type}: jobs finished for good,
+//     succeeded or dead-lettered: the throughput, without the jobs handed
+//     back (redelivered, rejected, released, unsettled) that come again;
+//   - sluice_job_age_seconds: from a finished job's publish time (where the
+//     source gives it, sources.PublishedAt) to its settlement;
 //   - sluice_attempts_total{result}: calls to the target, by the class of
 //     the result (success, throttle, server_error, client_error,
 //     network_error);
@@ -23,6 +29,8 @@ import (
 //   - sluice_jobs_in_flight: jobs held by the worker.
 type Metrics struct {
 	jobs     *prometheus.CounterVec   // outcome, type
+	finished *prometheus.CounterVec   // outcome (succeeded, dead_lettered), type
+	age      prometheus.Histogram     // publish to finish
 	attempts *prometheus.CounterVec   // result
 	latency  *prometheus.HistogramVec // status_class
 	inFlight prometheus.Gauge
@@ -37,6 +45,15 @@ func NewMetrics() *Metrics {
 			Name: "sluice_jobs_total",
 			Help: "Jobs settled by the worker, by outcome and job type.",
 		}, []string{"outcome", "type"}),
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_jobs_finished_total",
+			Help: "Jobs finished for good (succeeded or dead_lettered), by outcome and job type; hand-backs to the queue are not counted.",
+		}, []string{"outcome", "type"}),
+		age: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sluice_job_age_seconds",
+			Help:    "Time from a job's publish to its finish (succeeded or dead-lettered), where the source gives the publish time.",
+			Buckets: []float64{.1, .5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400},
+		}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_attempts_total",
 			Help: "Calls to the target API, by result class.",
@@ -54,7 +71,7 @@ func NewMetrics() *Metrics {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.jobs, m.attempts, m.latency, m.inFlight}
+	return []prometheus.Collector{m.jobs, m.finished, m.age, m.attempts, m.latency, m.inFlight}
 }
 
 // Describe implements prometheus.Collector.
@@ -131,6 +148,17 @@ func (w *Worker) settled(o Outcome, typ string) {
 	}
 	if m := w.metrics; m != nil {
 		m.jobs.WithLabelValues(o.String(), w.typeLabel(typ)).Inc()
+		if o.Finished() {
+			m.finished.WithLabelValues(o.String(), w.typeLabel(typ)).Inc()
+		}
+	}
+}
+
+// aged records the age of a job finished at now, published at published
+// (zero: unknown, nothing recorded).
+func (w *Worker) aged(published, now time.Time) {
+	if m := w.metrics; m != nil && !published.IsZero() {
+		m.age.Observe(max(now.Sub(published), 0).Seconds())
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/sources"
@@ -81,4 +82,68 @@ func TestMetricsLabels(t *testing.T) {
 			t.Errorf("Stats = %+v\nwant %+v", st, want)
 		}
 	})
+}
+
+// Only jobs finished for good count in sluice_jobs_finished_total and in
+// the age histogram; a job handed back to the queue counts in
+// sluice_jobs_total alone. Its age runs from its publish.
+func TestFinishedJobsAndAge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := memory.NewQueue(memory.Config{})
+		target := newScript()
+		target.on("ok", status(200, ""))
+		target.on("bad", status(400, ""))
+		target.on("flaky", status(503, ""), status(503, ""))
+		m := NewMetrics()
+		prometheus.NewRegistry().MustRegister(m)
+		w, err := New(Config{Jobs: testJobs(), MaxAttempts: 1, MaxDeliveries: 2}, Deps{Source: q.Source(), Target: handlerTarget{h: target}, Metrics: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"ok", "bad", "flaky"} {
+			q.Publish(context.Background(), sources.Outgoing{ID: id, Data: []byte(`{"headers":{"X-Job":"` + id + `"}}`)})
+		}
+		time.Sleep(10 * time.Second) // the jobs wait in the queue
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- w.Run(ctx) }()
+		finished := func() int64 { s := w.Stats(); return s.Jobs[OutcomeSucceeded] + s.Jobs[OutcomeDeadLettered] }
+		for deadline := time.Now().Add(time.Hour); finished() < 3 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
+		cancel()
+		<-done
+		for _, c := range []struct {
+			name      string
+			got, want float64
+		}{
+			{"jobs{redelivered}", testutil.ToFloat64(m.jobs.WithLabelValues("redelivered", "default")), 1},
+			{"jobs{succeeded}", testutil.ToFloat64(m.jobs.WithLabelValues("succeeded", "default")), 1},
+			{"jobs{dead_lettered}", testutil.ToFloat64(m.jobs.WithLabelValues("dead_lettered", "default")), 2},
+			{"finished{succeeded}", testutil.ToFloat64(m.finished.WithLabelValues("succeeded", "default")), 1},
+			{"finished{dead_lettered}", testutil.ToFloat64(m.finished.WithLabelValues("dead_lettered", "default")), 2},
+			{"finished series (no hand-back)", float64(testutil.CollectAndCount(m.finished)), 2},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+			}
+		}
+		var h dto.Metric
+		if err := m.age.Write(&h); err != nil {
+			t.Fatal(err)
+		}
+		// Three finished jobs, each at least the 10 s it waited.
+		if n, sum := h.GetHistogram().GetSampleCount(), h.GetHistogram().GetSampleSum(); n != 3 || sum < 30 {
+			t.Errorf("job age: %d samples, sum %vs; want 3 of at least 10 s each", n, sum)
+		}
+	})
+}
+
+func TestOutcomeFinished(t *testing.T) {
+	for o := range numOutcomes {
+		want := o == OutcomeSucceeded || o == OutcomeDeadLettered
+		if o.Finished() != want {
+			t.Errorf("%v.Finished() = %v", o, !want)
+		}
+	}
 }

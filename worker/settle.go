@@ -110,6 +110,9 @@ func (w *Worker) nakAfterOutputFailure(ctx context.Context, d *delivery, log *sl
 // done counts d's job settled with o and ends the delivery's span.
 func (w *Worker) done(d *delivery, o Outcome) {
 	w.settled(o, d.job.Type)
+	if o.Finished() {
+		w.aged(sources.PublishedAt(d.msg), time.Now())
+	}
 	d.trace.end(o, d.reason)
 }
 

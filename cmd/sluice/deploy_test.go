@@ -340,7 +340,10 @@ func TestDashboardMetricsExist(t *testing.T) {
 		"Wait p50/p95":                   {"sluice_limiter_wait_seconds_bucket"},
 		"Jobs by outcome":                {"sluice_jobs_total"},
 		"Backlog":                        {"sluice_source_pending"},
-		"Dead letters":                   {"sluice_source_dead_letters", "sluice_jobs_total"},
+		"Dead letters":                   {"sluice_source_dead_letters", "sluice_jobs_finished_total"},
+		// Throughput counts only jobs finished for good, not hand-backs.
+		"Throughput":                         {"sluice_jobs_finished_total"},
+		"Job age p50/p95 and oldest pending": {"sluice_job_age_seconds_bucket", "sluice_oldest_pending_age_seconds"},
 	}
 	for title, names := range want {
 		var p *dashboardPanel

@@ -349,7 +349,8 @@ type sourceStatsCollector struct {
 	timeout time.Duration
 	log     *slog.Logger
 
-	up, pending, ackPending, redelivered, deadLetters *prometheus.Desc
+	up, pending, ackPending, redelivered, deadLetters, oldest *prometheus.Desc
+	now                                                       func() time.Time
 }
 
 func newSourceStatsCollector(src sources.StatsSource, timeout time.Duration, log *slog.Logger) *sourceStatsCollector {
@@ -370,6 +371,9 @@ func newSourceStatsCollector(src sources.StatsSource, timeout time.Duration, log
 			"Jobs delivered more than once and not yet settled.", nil, nil),
 		deadLetters: prometheus.NewDesc("sluice_source_dead_letters",
 			"Dead-letter records held by the source's dead-letter store (absent when the source cannot tell).", nil, nil),
+		oldest: prometheus.NewDesc("sluice_oldest_pending_age_seconds",
+			"Age of the oldest job not yet finished (waiting or in flight), from its publish time; 0 when there is none, absent when the source cannot tell.", nil, nil),
+		now: time.Now,
 	}
 }
 
@@ -379,6 +383,7 @@ func (c *sourceStatsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.ackPending
 	ch <- c.redelivered
 	ch <- c.deadLetters
+	ch <- c.oldest
 }
 
 func (c *sourceStatsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -396,5 +401,13 @@ func (c *sourceStatsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.redelivered, prometheus.GaugeValue, float64(st.Redelivered))
 	if st.DeadLetters >= 0 {
 		ch <- prometheus.MustNewConstMetric(c.deadLetters, prometheus.GaugeValue, float64(st.DeadLetters))
+	}
+	// Sources that count jobs done (Done >= 0) also know the oldest job's
+	// publish time; with none held, the age is 0.
+	switch {
+	case !st.Oldest.IsZero():
+		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, max(c.now().Sub(st.Oldest), 0).Seconds())
+	case st.Done >= 0:
+		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, 0)
 	}
 }

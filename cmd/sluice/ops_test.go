@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -146,6 +147,34 @@ sluice_source_up 1
 	}
 	if n := testutil.CollectAndCount(c, "sluice_source_pending"); n != 1 {
 		t.Errorf("pending: %d series, want 1", n)
+	}
+
+	// The oldest job's age, from its publish time; 0 with nothing held; left
+	// out when the source cannot tell (Done -1, no Oldest).
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return now }
+	for _, tc := range []struct {
+		st     sources.Stats
+		series int
+		age    float64
+	}{
+		{sources.Stats{Pending: 5, Done: 10, Oldest: now.Add(-90 * time.Second)}, 1, 90},
+		{sources.Stats{Done: 15}, 1, 0},
+		{sources.Stats{Pending: 5, Done: -1}, 0, 0},
+	} {
+		f.set(tc.st, nil)
+		if n := testutil.CollectAndCount(c, "sluice_oldest_pending_age_seconds"); n != tc.series {
+			t.Errorf("%+v: %d oldest-age series, want %d", tc.st, n, tc.series)
+		} else if n == 1 {
+			want := fmt.Sprintf(`
+# HELP sluice_oldest_pending_age_seconds Age of the oldest job not yet finished (waiting or in flight), from its publish time; 0 when there is none, absent when the source cannot tell.
+# TYPE sluice_oldest_pending_age_seconds gauge
+sluice_oldest_pending_age_seconds %v
+`, tc.age)
+			if err := testutil.CollectAndCompare(c, strings.NewReader(want), "sluice_oldest_pending_age_seconds"); err != nil {
+				t.Errorf("%+v: %v", tc.st, err)
+			}
+		}
 	}
 
 	// A failing source reports only that it is down.

@@ -23,7 +23,8 @@ type Message struct {
 	data       []byte
 	attrs      map[string]string
 	deliveries int
-	counted    bool // deliveries is the in-process count
+	counted    bool      // deliveries is the in-process count
+	published  time.Time // Pub/Sub's publish time
 
 	mu      sync.Mutex
 	settled bool
@@ -32,6 +33,9 @@ type Message struct {
 // ID is the JobIDAttribute attribute, or the Pub/Sub message id when the
 // message has none.
 func (m *Message) ID() string { return m.id }
+
+// PublishedAt is the time Pub/Sub accepted the message.
+func (m *Message) PublishedAt() time.Time { return m.published }
 
 // MessageID is the Pub/Sub message id.
 func (m *Message) MessageID() string { return m.messageID }

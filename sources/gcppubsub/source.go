@@ -264,6 +264,10 @@ func (s *Source) wrap(ctx context.Context, rms []*pubsubpb.ReceivedMessage, max 
 			messageID: pm.GetMessageId(),
 			data:      pm.GetData(),
 			attrs:     pm.GetAttributes(),
+			published: pm.GetPublishTime().AsTime(),
+		}
+		if pm.GetPublishTime() == nil {
+			m.published = time.Time{}
 		}
 		if m.attrs == nil {
 			m.attrs = map[string]string{}

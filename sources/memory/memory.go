@@ -432,6 +432,9 @@ func (m *message) Data() []byte               { return m.data }
 func (m *message) Headers() map[string]string { return m.headers }
 func (m *message) DeliveryCount() int         { return m.delivery }
 
+// PublishedAt is when the message was published to the queue.
+func (m *message) PublishedAt() time.Time { return m.e.at }
+
 func (m *message) Ack(ctx context.Context) error { return m.settle(ctx, EventAck, 0, "") }
 
 func (m *message) Nak(ctx context.Context, delay time.Duration) error {

@@ -488,6 +488,7 @@ func (s *Source) wrap(m jetstream.Msg) *message {
 	meta, err := m.Metadata()
 	if err == nil {
 		msg.count = int(meta.NumDelivered)
+		msg.at = meta.Timestamp
 	}
 	msg.id = msg.headers[jetstream.MsgIDHeader]
 	if msg.id == "" && meta != nil {
@@ -604,7 +605,13 @@ type message struct {
 	headers map[string]string
 	count   int
 	sync    bool
+	at      time.Time // the stream's timestamp of the message
 }
+
+var _ sources.Published = (*message)(nil)
+
+// PublishedAt is when the stream stored the message.
+func (m *message) PublishedAt() time.Time { return m.at }
 
 func (m *message) ID() string                 { return m.id }
 func (m *message) Data() []byte               { return m.m.Data() }
