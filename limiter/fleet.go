@@ -87,14 +87,19 @@ func (f *FleetRules) Throttle(s FleetState, r ThrottleReport) (ns FleetState, ch
 	return ns, true, cut
 }
 
-// Raise applies the limiter's raise rule to the fleet at now, at most once
-// per aimd.increase_interval on the fleet's increase clock (for CUBIC as
-// well), outside the fleet's pause, and only if some worker's requests
-// waited (lastWait, the latest wait any worker reported) since the clock
-// restarted. It reports whether the rate rose.
+// Raise applies the limiter's raise rule to the fleet at now, outside the
+// fleet's pause, and only if some worker's requests waited (lastWait, the
+// latest wait any worker reported) since the increase clock restarted. The
+// rule itself spaces AIMD's raises by aimd.increase_interval; CUBIC, whose
+// curve would rise at every success, is spaced the same way for the
+// fleet, so the fleet's state changes at most once per interval. It
+// reports whether the rate rose.
 func (f *FleetRules) Raise(s FleetState, now, lastWait time.Time) (FleetState, bool) {
 	now = latest(now, s.Seen)
-	if now.Before(s.PausedUntil) || now.Sub(s.IncClock) < f.cfg.AIMD.IncreaseInterval {
+	if now.Before(s.PausedUntil) {
+		return s, false
+	}
+	if f.cfg.Controller == ControllerCUBIC && now.Sub(s.IncClock) < f.cfg.AIMD.IncreaseInterval {
 		return s, false
 	}
 	if !f.rules.Raise(&s.Adapt, now, lastWait.After(s.IncClock)) {

@@ -176,3 +176,20 @@ func TestFleetRulesPauseEnd(t *testing.T) {
 		}
 	}
 }
+
+// CUBIC's curve would rise at every success; the fleet raises it at most
+// once per increase_interval, as AIMD's own rule does.
+func TestFleetRulesRaiseCUBIC(t *testing.T) {
+	f := testRules(t, func(c *Config) { c.Controller = ControllerCUBIC; c.CUBIC.ScaleConstant = 1 })
+	s := f.Start(fat(0))
+	if _, raised := f.Raise(s, fat(5), fat(4)); raised {
+		t.Fatal("raised 5 s after the increase clock started")
+	}
+	ns, raised := f.Raise(s, fat(10), fat(9))
+	if !raised || math.Abs(ns.Rate-1600) > 1e-9 {
+		t.Fatalf("raise at 10 s: %v, rate %v; want W = 10³ + 600", raised, ns.Rate)
+	}
+	if _, raised := f.Raise(ns, fat(15), fat(14)); raised {
+		t.Fatal("raised twice within the interval")
+	}
+}
