@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/sinks/httpapi"
 	"github.com/sluicehq/sluice/worker"
 )
@@ -32,6 +33,8 @@ type config struct {
 	DeadLetters outputConfig   `yaml:"dead_letters"`
 	Metrics     opsConfig      `yaml:"metrics"`
 	Log         logConfig      `yaml:"log"`
+	// Observability is where spans are exported (OTLP/HTTP).
+	Observability tracing.Config `yaml:"observability"`
 
 	// lines maps a field path ("limiter.burst") to the line it was set on.
 	lines map[string]int
@@ -61,6 +64,8 @@ type targetConfig struct {
 	RateLimitReset   string `yaml:"rate_limit_reset"`
 	// LogURLPath shows URL paths in logs; by default they are secret.
 	LogURLPath bool `yaml:"log_url_path"`
+	// IdempotencyHeader carries the job id on every attempt; "" sends none.
+	IdempotencyHeader string `yaml:"idempotency_header"`
 }
 
 type retryAfterHeaderConfig struct {
@@ -147,12 +152,13 @@ func defaultConfig() config {
 	return config{
 		Source: defaultSourceConfig(),
 		Target: targetConfig{
-			Timeout:          limiterDuration(httpapi.DefaultTimeout),
-			MaxResponseBytes: httpapi.DefaultMaxResponseBytes,
-			MaxRetryAfter:    limiterDuration(call.DefaultMaxRetryAfter),
-			UserAgent:        httpapi.DefaultUserAgent,
-			RateLimitHeaders: "none",
-			RateLimitReset:   "delta",
+			Timeout:           limiterDuration(httpapi.DefaultTimeout),
+			MaxResponseBytes:  httpapi.DefaultMaxResponseBytes,
+			MaxRetryAfter:     limiterDuration(call.DefaultMaxRetryAfter),
+			UserAgent:         httpapi.DefaultUserAgent,
+			IdempotencyHeader: httpapi.DefaultIdempotencyHeader,
+			RateLimitHeaders:  "none",
+			RateLimitReset:    "delta",
 		},
 		Jobs: jobsConfig{
 			Envelope:         worker.EnvelopeJSON,
@@ -612,6 +618,7 @@ func editDistance(a, b string) int {
 // validate checks every field and the sections' own rules, after decoding.
 func (c *config) validate(errs *configErrors, needTarget bool) error {
 	errs.addLib("", c.Source.validate())
+	errs.addLib("observability", c.Observability.Validate())
 
 	// target
 	if c.Target.BaseURL == "" && needTarget {
@@ -753,15 +760,16 @@ func (o outputConfig) validate(section string, errs *configErrors) {
 func (c *config) httpConfig() (httpapi.Config, error) {
 	t := c.Target
 	hc := httpapi.Config{
-		BaseURL:          t.BaseURL,
-		Timeout:          time.Duration(t.Timeout),
-		MaxResponseBytes: t.MaxResponseBytes,
-		MaxConns:         c.Worker.MaxInFlight,
-		Headers:          t.Headers,
-		AllowJobHeaders:  t.AllowJobHeaders,
-		ResponseHeaders:  c.Results.Headers,
-		UserAgent:        t.UserAgent,
-		LogURLPath:       t.LogURLPath,
+		BaseURL:           t.BaseURL,
+		Timeout:           time.Duration(t.Timeout),
+		MaxResponseBytes:  t.MaxResponseBytes,
+		MaxConns:          c.Worker.MaxInFlight,
+		Headers:           t.Headers,
+		AllowJobHeaders:   t.AllowJobHeaders,
+		ResponseHeaders:   c.Results.Headers,
+		UserAgent:         t.UserAgent,
+		LogURLPath:        t.LogURLPath,
+		IdempotencyHeader: t.IdempotencyHeader,
 		Classifier: call.Classifier{
 			ThrottleStatuses:         t.ThrottleStatuses,
 			ThrottleStatusesWithWait: t.ThrottleStatusesWithWait,

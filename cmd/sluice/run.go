@@ -15,9 +15,11 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/api/option"
 
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sinks"
 	"github.com/sluicehq/sluice/sinks/httpapi"
@@ -224,6 +226,14 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 	if deadLetters != nil {
 		deps.DeadLetters = deadLetters
 	}
+	tp, err := tracing.New(ctx, cfg.Observability, currentVersion())
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		defer shutdownTracing(ctx, tp, log)
+		deps.Tracer = tracing.Tracer(tp)
+	}
 	w, err := worker.New(cfg.workerConfig(sourceAckWait(src)), deps)
 	if err != nil {
 		return err
@@ -379,4 +389,13 @@ func applySourceFlags(c *config, urlSet bool, url string, dirSet bool, dir strin
 		delete(c.lines, "source.jetstream.embedded.port")
 	}
 	return nil
+}
+
+// shutdownTracing exports the spans still batched, for up to 10s.
+func shutdownTracing(ctx context.Context, tp *sdktrace.TracerProvider, log *slog.Logger) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := tp.Shutdown(sctx); err != nil {
+		log.Warn("tracing: the last spans were not exported", "err", err)
+	}
 }
