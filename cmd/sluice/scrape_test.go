@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"io"
 	"net"
 	"net/http"
@@ -260,6 +261,15 @@ log:
 	_, raw := get(t, base+"/metrics")
 	if strings.Contains(raw, token) {
 		t.Error("the token appears in /metrics")
+	}
+	// Every metric of a running worker passes promlint (what `promtool
+	// check metrics` runs): names, units, help texts, counter suffixes.
+	problems, err := promlint.New(strings.NewReader(raw)).Lint()
+	if err != nil {
+		t.Fatalf("promlint: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 
 	// A clean stop.
