@@ -74,6 +74,15 @@ type ThrottleReport struct {
 	Part     Part // this instance's part of the budget at the time
 }
 
+// Report returns the ThrottleReport of a throttle observed at now, of a
+// request sent at sent with a Retry-After of retryAfter: what a fleet
+// controller needs of this Core to apply its throttle rule. The Limiter's
+// throttle hook and the simulator's fleet build their reports here.
+func (c *Core) Report(now, sent time.Time, retryAfter time.Duration) ThrottleReport {
+	return ThrottleReport{At: now, Sent: sent, RetryAfter: retryAfter,
+		Measured: c.Measured(now), Part: c.rules.Part()}
+}
+
 // WithThrottleHook makes the Limiter call fn after every throttle it
 // observes, outside its lock. fn must not block.
 func WithThrottleHook(fn func(ThrottleReport)) Option {

@@ -290,8 +290,7 @@ func (l *Limiter) Observe(t Ticket, o call.Outcome) {
 	until, paused := l.core.PausedUntil()
 	var report ThrottleReport
 	if o.Kind == call.Throttle && l.onThrottle != nil && !l.core.Disabled() && t.Units > 0 {
-		report = ThrottleReport{At: now, Sent: t.Granted, RetryAfter: o.RetryAfter,
-			Measured: l.core.Measured(now), Part: l.core.rules.Part()}
+		report = l.core.Report(now, t.Granted, o.RetryAfter)
 	}
 	l.metrics.setState(l.core)
 	l.mu.Unlock()

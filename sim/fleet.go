@@ -95,9 +95,7 @@ func (r *runner) fleetObserve(in *instance, sentAt time.Duration, o call.Outcome
 	now := r.vt(r.now)
 	var changed bool
 	if o.Kind == call.Throttle {
-		rep := limiter.ThrottleReport{At: now, Sent: r.vt(sentAt), RetryAfter: o.RetryAfter,
-			Measured: in.core.Measured(now), Part: limiter.Part{Share: in.core.Share(), Instances: in.core.Instances()}}
-		f.state, changed, _ = f.rules.Throttle(f.state, rep)
+		f.state, changed, _ = f.rules.Throttle(f.state, in.core.Report(now, r.vt(sentAt), o.RetryAfter))
 	} else {
 		var wait time.Time
 		for _, other := range r.inst {
