@@ -92,7 +92,7 @@ func TestFleetOneCutPerBurst(t *testing.T) {
 	fleets := make([]*Fleet, n)
 	mets := make([]*Metrics, n)
 	for i := range fleets {
-		mets[i], _ = NewMetrics(nil)
+		mets[i] = NewMetrics()
 		fleets[i] = openFleet(t, srv.ClientURL(), cfg, nil, WithMetrics(mets[i]))
 		lc := limiter.DefaultConfig()
 		lc.Instances = n

@@ -1,13 +1,12 @@
 package cluster
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics records the cluster view of one worker. A nil *Metrics records
-// nothing.
+// Metrics records the cluster view of one worker: a prometheus.Collector
+// that the caller registers (Register or MustRegister). A nil *Metrics
+// records nothing.
 //
 //	sluice_cluster_instances  gauge  live members seen in the bucket, this one included
 //	sluice_cluster_leases     gauge  capacity partitions this worker holds (leases mode)
@@ -22,10 +21,11 @@ type Metrics struct {
 	fleetOnline prometheus.Gauge
 }
 
-// NewMetrics creates the metrics and registers them with reg (none if reg
-// is nil).
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
+var _ prometheus.Collector = (*Metrics)(nil)
+
+// NewMetrics returns the cluster metrics, registered nowhere.
+func NewMetrics() *Metrics {
+	return &Metrics{
 		instances: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sluice_cluster_instances",
 			Help: "Live workers seen in the coordination bucket, this one included.",
@@ -47,14 +47,24 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "1 while this worker follows the fleet state, 0 while it runs on its local rules.",
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.instances, m.leases, m.fleetRate, m.fleetCuts, m.fleetOnline} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("cluster: metrics: %w", err)
-			}
-		}
+}
+
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.instances, m.leases, m.fleetRate, m.fleetCuts, m.fleetOnline}
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
 	}
-	return m, nil
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.collectors() {
+		c.Collect(ch)
+	}
 }
 
 func (m *Metrics) setInstances(n int) {

@@ -11,11 +11,11 @@ import (
 func TestMetrics(t *testing.T) {
 	srv := startServer(t)
 	reg := prometheus.NewRegistry()
-	met, err := NewMetrics(reg)
-	if err != nil {
+	met := NewMetrics()
+	if err := reg.Register(met); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewMetrics(reg); err == nil {
+	if err := reg.Register(NewMetrics()); err == nil {
 		t.Error("second registration accepted")
 	}
 	cfg := Config{Bucket: uniqueBucket(t), TTL: 2 * time.Second, Partitions: 4}

@@ -42,7 +42,7 @@ func BenchmarkWaitUncontended(b *testing.B) {
 		}
 	})
 	b.Run("sluice-metrics", func(b *testing.B) {
-		l := benchLimiter(b, WithMetrics(NewMetrics(nil)))
+		l := benchLimiter(b, WithMetrics(NewMetrics()))
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := l.Wait(ctx, 1); err != nil {

@@ -73,4 +73,13 @@
 // for concurrent use, and the grant-at-once path does not allocate. A Core
 // is not safe for concurrent use. The outcome of a call (call.Outcome) is
 // classified by a call.Classifier from the response.
+//
+// # Output
+//
+// Limiter.Stats returns a typed snapshot: the state (rate, tokens,
+// capacity, queue, pause, share) and the counts since New (units granted,
+// throttles by status, rejections by reason), kept whether or not there
+// are Metrics, for a UI. Metrics is a prometheus.Collector the caller
+// builds with NewMetrics, registers where it likes, and passes with
+// WithMetrics.
 package limiter

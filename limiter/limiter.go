@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/call"
@@ -69,6 +71,12 @@ type Stats struct {
 	Instances   int       // instance count; 0 when the share was set with SetShare
 	Share       float64   // this instance's fraction of the budget
 	Disabled    bool
+
+	// Counts since New, kept with or without Metrics (the values of
+	// sluice_limiter_units_total, _throttles_total and _rejections_total).
+	Units      float64          // units granted
+	Throttles  map[int]int64    // throttled responses, by HTTP status
+	Rejections map[Reason]int64 // rejected requests, by reason; every reason has a key
 }
 
 // Option configures a Limiter.
@@ -97,6 +105,35 @@ type Limiter struct {
 	metrics    *Metrics
 	log        *slog.Logger
 	onThrottle func(ThrottleReport)
+
+	units      float64         // granted since New; under mu
+	throttles  map[int]int64   // by status; under mu
+	rejections [3]atomic.Int64 // by rejectionReasons
+}
+
+// rejectionReasons are the keys of Stats.Rejections, in the order of
+// Limiter.rejections.
+var rejectionReasons = [...]Reason{ReasonQueueFull, ReasonMaxWait, ReasonCanceled}
+
+// grantedLocked counts a grant after a wait of wait (0 at once); with
+// gauges, it also updates the bucket and queue gauges.
+func (l *Limiter) grantedLocked(units float64, wait time.Duration, gauges bool) {
+	l.units += units
+	if gauges {
+		l.metrics.granted(l.core, units, wait)
+	} else {
+		l.metrics.granted(nil, units, wait)
+	}
+}
+
+// rejected counts a rejection.
+func (l *Limiter) rejected(r Reason) {
+	for i, rr := range rejectionReasons {
+		if rr == r {
+			l.rejections[i].Add(1)
+		}
+	}
+	l.metrics.rejected(r)
 }
 
 type shellWaiter struct {
@@ -138,7 +175,7 @@ func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 	}
 	select {
 	case <-ctx.Done():
-		l.metrics.rejected(ReasonCanceled)
+		l.rejected(ReasonCanceled)
 		return Ticket{}, &RejectedError{Reason: ReasonCanceled, Err: ctx.Err()}
 	default:
 	}
@@ -147,7 +184,7 @@ func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 	l.mu.Lock()
 	if hasDeadline && units > 0 && l.failFastLocked(now, deadline) {
 		l.mu.Unlock()
-		l.metrics.rejected(ReasonCanceled)
+		l.rejected(ReasonCanceled)
 		return Ticket{}, &RejectedError{Reason: ReasonCanceled, Err: context.DeadlineExceeded}
 	}
 	d := l.core.Acquire(now, units)
@@ -156,13 +193,13 @@ func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 	}
 	switch d.Status {
 	case Granted:
-		l.metrics.granted(l.core, units, 0)
+		l.grantedLocked(units, 0, true)
 		l.mu.Unlock()
 		return Ticket{Granted: d.At, Units: units}, nil
 	case Rejected:
 		l.metrics.setState(l.core)
 		l.mu.Unlock()
-		l.metrics.rejected(d.Reason)
+		l.rejected(d.Reason)
 		return Ticket{}, errQueueFull
 	}
 	w := &shellWaiter{ch: make(chan Decision, 1), queuedAt: now}
@@ -193,7 +230,7 @@ func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 		// already in the channel.
 		return l.decided(<-w.ch)
 	}
-	l.metrics.rejected(cd.Reason)
+	l.rejected(cd.Reason)
 	return Ticket{}, &RejectedError{Reason: ReasonCanceled, Err: ctx.Err()}
 }
 
@@ -229,9 +266,9 @@ func (l *Limiter) dispatchLocked() {
 		}
 		delete(l.waiters, d.ID)
 		if d.Status == Granted {
-			l.metrics.granted(nil, d.Units, d.At.Sub(w.queuedAt))
+			l.grantedLocked(d.Units, d.At.Sub(w.queuedAt), false)
 		} else {
-			l.metrics.rejected(d.Reason)
+			l.rejected(d.Reason)
 		}
 		w.ch <- d
 	}
@@ -281,6 +318,12 @@ func (l *Limiter) Observe(t Ticket, o call.Outcome) {
 	}
 	now := time.Now()
 	l.mu.Lock()
+	if o.Kind == call.Throttle {
+		if l.throttles == nil {
+			l.throttles = map[int]int64{}
+		}
+		l.throttles[o.Status]++
+	}
 	before := l.core.Rate()
 	_, wasPaused := l.core.PausedUntil()
 	l.core.Observe(now, t.Granted, t.Units, o)
@@ -377,5 +420,16 @@ func (l *Limiter) Stats() Stats {
 		Instances:   l.core.Instances(),
 		Share:       l.core.Share(),
 		Disabled:    l.core.Disabled(),
+		Units:       l.units,
+		Throttles:   maps.Collect(maps.All(l.throttles)),
+		Rejections:  l.rejectionCounts(),
 	}
+}
+
+func (l *Limiter) rejectionCounts() map[Reason]int64 {
+	out := make(map[Reason]int64, len(rejectionReasons))
+	for i, r := range rejectionReasons {
+		out[r] = l.rejections[i].Load()
+	}
+	return out
 }

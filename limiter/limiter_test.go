@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"strings"
 	"sync"
@@ -92,7 +93,7 @@ func TestWaitFIFO50(t *testing.T) {
 func TestWaitCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		m := NewMetrics(nil)
+		m := NewMetrics()
 		l := newTestLimiter(t, func(c *Config) { c.Burst = time.Second }, WithMetrics(m)) // capacity 10
 		if _, err := l.Wait(t.Context(), 10); err != nil {
 			t.Fatal(err)
@@ -165,7 +166,7 @@ func TestWaitMaxWaitAndQueueFull(t *testing.T) {
 func TestNoGrantDuringPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		m := NewMetrics(nil)
+		m := NewMetrics()
 		l := newTestLimiter(t, func(c *Config) { c.Burst = time.Second }, WithMetrics(m))
 		tk, err := l.Wait(t.Context(), 1)
 		if err != nil {
@@ -201,7 +202,7 @@ func TestNoGrantDuringPause(t *testing.T) {
 
 func TestLimiterInstancesAndStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := NewMetrics(nil)
+		m := NewMetrics()
 		l := newTestLimiter(t, nil, WithMetrics(m))
 		if err := l.SetInstanceCount(4); err != nil {
 			t.Fatal(err)
@@ -231,7 +232,8 @@ func TestLimiterInstancesAndStats(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := prometheus.NewPedanticRegistry()
-		m := NewMetrics(reg)
+		m := NewMetrics()
+		reg.MustRegister(m)
 		l := newTestLimiter(t, func(c *Config) { c.Burst = time.Second; c.QueueLimit = 1 }, WithMetrics(m))
 		tk, _ := l.Wait(t.Context(), 10)
 		ch := goWait(t.Context(), l, 2)
@@ -285,6 +287,44 @@ sluice_limiter_units_total 12
 		if hm.count != 2 || math.Abs(hm.sum-0.2) > 1e-9 {
 			t.Errorf("wait histogram count %d sum %v, want 2 and 0.2", hm.count, hm.sum)
 		}
+		// Stats holds the same counts.
+		st := l.Stats()
+		if st.Units != 12 || !maps.Equal(st.Throttles, map[int]int64{429: 1, 503: 1}) ||
+			!maps.Equal(st.Rejections, map[Reason]int64{ReasonQueueFull: 1, ReasonMaxWait: 0, ReasonCanceled: 0}) {
+			t.Errorf("Stats counts: units %v, throttles %v, rejections %v", st.Units, st.Throttles, st.Rejections)
+		}
+	})
+}
+
+// Stats counts without Metrics: grants, throttles by status, rejections
+// by reason (a canceled wait, a full queue, max_wait).
+func TestStatsCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newTestLimiter(t, func(c *Config) { c.Burst = time.Second; c.QueueLimit = 1; c.MaxWait = 100 * time.Millisecond })
+		if st := l.Stats(); st.Units != 0 || len(st.Throttles) != 0 || st.Throttles == nil || len(st.Rejections) != 3 {
+			t.Errorf("fresh Stats counts: %+v", st)
+		}
+		tk, _ := l.Wait(t.Context(), 10) // the whole bucket
+		ch := goWait(t.Context(), l, 5)  // needs 0.5 s: max_wait rejects it
+		if _, err := l.Wait(t.Context(), 1); !errors.Is(err, ErrRejected) {
+			t.Fatal(err) // queue full
+		}
+		if r := <-ch; r.err == nil {
+			t.Fatal("a wait past max_wait was granted")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := l.Wait(ctx, 1); !errors.Is(err, ErrRejected) {
+			t.Fatal(err) // canceled
+		}
+		l.Observe(tk, call.Outcome{Kind: call.Throttle, Status: 429})
+		l.Observe(tk, call.Outcome{Kind: call.Throttle, Status: 429})
+		l.Observe(tk, call.Outcome{Kind: call.ServerError, Status: 500})
+		st := l.Stats()
+		if st.Units != 10 || !maps.Equal(st.Throttles, map[int]int64{429: 2}) ||
+			!maps.Equal(st.Rejections, map[Reason]int64{ReasonQueueFull: 1, ReasonMaxWait: 1, ReasonCanceled: 1}) {
+			t.Errorf("Stats counts: units %v, throttles %v, rejections %v", st.Units, st.Throttles, st.Rejections)
+		}
 	})
 }
 
@@ -311,7 +351,7 @@ func (h *histogramSample) read(t *testing.T, g prometheus.Gatherer) {
 
 func TestDisabledCountsUnitsAndThrottles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := NewMetrics(nil)
+		m := NewMetrics()
 		l := newTestLimiter(t, func(c *Config) { c.Disabled = true }, WithMetrics(m))
 		for range 3 {
 			tk, err := l.Wait(t.Context(), 1000)
@@ -332,15 +372,16 @@ func TestDisabledCountsUnitsAndThrottles(t *testing.T) {
 	})
 }
 
-func TestRegisterTwicePanics(t *testing.T) {
+// The caller registers the metrics: a second set on one registry is an
+// error of Register (MustRegister panics), not of NewMetrics.
+func TestRegisterTwice(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	NewMetrics(reg)
-	defer func() {
-		if recover() == nil {
-			t.Error("second NewMetrics on one registry did not panic")
-		}
-	}()
-	NewMetrics(reg)
+	if err := reg.Register(NewMetrics()); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(NewMetrics()); err == nil {
+		t.Error("a second limiter's metrics registered on one registry")
+	}
 }
 
 // TestLimiterConcurrentUse runs many goroutines that wait with deadlines,
@@ -349,7 +390,7 @@ func TestRegisterTwicePanics(t *testing.T) {
 // and the queue must be empty at the end.
 func TestLimiterConcurrentUse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := NewMetrics(nil)
+		m := NewMetrics()
 		l := newTestLimiter(t, func(c *Config) {
 			c.Burst = time.Second
 			c.QueueLimit = 20

@@ -7,9 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics records a Limiter's state for Prometheus. Build one per Limiter
-// with NewMetrics and pass it with WithMetrics. A nil *Metrics records
-// nothing.
+// Metrics records a Limiter's state for Prometheus: a prometheus.Collector
+// that the caller registers (Register or MustRegister). Build one per
+// Limiter with NewMetrics and pass it with WithMetrics. A nil *Metrics
+// records nothing; Limiter.Stats counts either way.
 //
 // The names are stable (dashboards and alerts use them):
 //
@@ -43,10 +44,10 @@ type Metrics struct {
 // default max_wait.
 var WaitBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 100}
 
-// NewMetrics creates the metrics and registers them with reg (none if reg
-// is nil). Like prometheus.Registerer.MustRegister, it panics if they are
-// already registered there.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+var _ prometheus.Collector = (*Metrics)(nil)
+
+// NewMetrics returns the limiter's metrics, registered nowhere.
+func NewMetrics() *Metrics {
 	m := &Metrics{
 		rate: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sluice_limiter_rate_units_per_minute",
@@ -94,11 +95,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []Reason{ReasonQueueFull, ReasonMaxWait, ReasonCanceled} {
 		m.rejectedBy[r] = m.rejections.WithLabelValues(string(r))
 	}
-	if reg != nil {
-		reg.MustRegister(m.rate, m.ratePerSec, m.tokens, m.queue, m.instances, m.paused,
-			m.units, m.throttles, m.rejections, m.wait)
-	}
 	return m
+}
+
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.rate, m.ratePerSec, m.tokens, m.queue, m.instances, m.paused,
+		m.units, m.throttles, m.rejections, m.wait}
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.collectors() {
+		c.Collect(ch)
+	}
 }
 
 // setState copies the Core's gauges.

@@ -173,8 +173,8 @@ func joinShare(ctx context.Context, cfg config, lcfg limiter.Config, src sources
 	if err != nil {
 		return nil, err
 	}
-	met, err := cluster.NewMetrics(reg)
-	if err != nil {
+	met := cluster.NewMetrics()
+	if err := reg.Register(met); err != nil {
 		if nc != nil {
 			nc.Close()
 		}

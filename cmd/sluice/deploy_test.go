@@ -108,12 +108,10 @@ func (r *recordingRegisterer) Unregister(c prometheus.Collector) bool { return r
 func exportedMetrics(t *testing.T) map[string]*exportedMetric {
 	t.Helper()
 	r := &recordingRegisterer{reg: prometheus.NewRegistry(), metrics: map[string]*exportedMetric{}}
-	limiter.NewMetrics(r)
-	if err := r.Register(worker.NewMetrics()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cluster.NewMetrics(r); err != nil {
-		t.Fatal(err)
+	for _, c := range []prometheus.Collector{limiter.NewMetrics(), worker.NewMetrics(), cluster.NewMetrics()} {
+		if err := r.Register(c); err != nil {
+			t.Fatal(err)
+		}
 	}
 	src := statsOnlySource{&fakeStats{st: sources.Stats{DeadLetters: 1}}}
 	if err := registerOpsMetrics(r, limiter.NewSaturation(time.Minute), src, nil); err != nil {

@@ -181,7 +181,11 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 		return err
 	}
 	defer share.close()
-	lopts := append(share.limiterOptions(), limiter.WithMetrics(limiter.NewMetrics(reg)), limiter.WithLogger(log))
+	lm := limiter.NewMetrics()
+	if err := reg.Register(lm); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	lopts := append(share.limiterOptions(), limiter.WithMetrics(lm), limiter.WithLogger(log))
 	lim, err := limiter.New(share.limiterConfig(lcfg), lopts...)
 	if err != nil {
 		return err

@@ -24,7 +24,9 @@ import (
 // of the worker's metrics, summed over the labels it does not show.
 func TestUISource(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	lim, err := limiter.New(limiter.DefaultConfig(), limiter.WithMetrics(limiter.NewMetrics(reg)))
+	lm := limiter.NewMetrics()
+	reg.MustRegister(lm)
+	lim, err := limiter.New(limiter.DefaultConfig(), limiter.WithMetrics(lm))
 	if err != nil {
 		t.Fatal(err)
 	}
