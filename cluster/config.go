@@ -2,10 +2,11 @@ package cluster
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/field"
 )
 
 // Defaults of Config.
@@ -39,27 +40,27 @@ type Config struct {
 	Partitions int
 }
 
-// Validate reports every field that breaks its rule, naming it as in the
-// config file (limiter.share.*).
+// Validate reports every field that breaks its rule, each as a
+// *field.Error naming it as in the config file's limiter.share section.
 func (c Config) Validate() error {
 	var errs []error
 	if c.Bucket == "" {
-		errs = append(errs, errors.New("cluster: bucket: required"))
+		errs = append(errs, field.Invalid("bucket", "required"))
 	} else if !validBucket(c.Bucket) {
-		errs = append(errs, fmt.Errorf("cluster: bucket: must hold only letters, digits, '-' and '_', got %q", c.Bucket))
+		errs = append(errs, field.Invalid("bucket", "must hold only letters, digits, '-' and '_', got %q", c.Bucket))
 	}
 	if c.TTL != 0 && c.TTL < MinTTL {
-		errs = append(errs, fmt.Errorf("cluster: ttl: must be >= %v, got %v", MinTTL, c.TTL))
+		errs = append(errs, field.Invalid("ttl", "must be >= %v, got %v", MinTTL, c.TTL))
 	}
 	ttl := c.TTL
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
 	if c.Refresh < 0 || c.Refresh > ttl/3 {
-		errs = append(errs, fmt.Errorf("cluster: refresh: must be in (0, ttl/3 = %v], got %v", ttl/3, c.Refresh))
+		errs = append(errs, field.Invalid("refresh", "must be in (0, ttl/3 = %v], got %v", ttl/3, c.Refresh))
 	}
 	if c.Partitions < 0 || c.Partitions > MaxPartitions {
-		errs = append(errs, fmt.Errorf("cluster: partitions: must be between 1 and %d, got %d", MaxPartitions, c.Partitions))
+		errs = append(errs, field.Invalid("partitions", "must be between 1 and %d, got %d", MaxPartitions, c.Partitions))
 	}
 	return errors.Join(errs...)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/field"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -219,10 +221,12 @@ func TestConfigValidate(t *testing.T) {
 	if err := (Config{Bucket: "b", TTL: 3 * time.Second, Refresh: 1001 * time.Millisecond}).Validate(); err == nil {
 		t.Error("refresh above ttl/3 accepted")
 	}
-	for _, want := range []string{"cluster: bucket:", "cluster: ttl:", "cluster: refresh:", "cluster: partitions:"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("error %v does not name %q", err, want)
-		}
+	var names []string
+	for _, fe := range field.Flatten(err) {
+		names = append(names, fe.Field)
+	}
+	if got := strings.Join(names, " "); got != "bucket ttl refresh partitions" {
+		t.Errorf("error %v names fields %q, want bucket ttl refresh partitions", err, got)
 	}
 	if got := BucketName("api.example.com:443"); got != "api_example_com_443" {
 		t.Errorf("BucketName = %q", got)

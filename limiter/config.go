@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/sluicehq/sluice/field"
 )
 
 // Controller names accepted in Config.Controller.
@@ -19,37 +21,38 @@ const (
 type Config struct {
 	// Disabled turns the limiter into a pass-through: every request is
 	// granted at once and the rate never changes, but units and throttles
-	// are still counted in the metrics.
-	Disabled bool
+	// are still counted in the metrics. The config file spells it
+	// "enabled" (default true).
+	Disabled bool `yaml:"enabled,negated"`
 
-	InitialUnitsPerMinute float64       // default 600
-	MinUnitsPerMinute     float64       // default 60
-	MaxUnitsPerMinute     float64       // default 60000
-	Burst                 time.Duration // bucket size as time at the current rate; default 10s
-	QueueLimit            int           // most requests that may wait; default 500
-	MaxWait               time.Duration // longest a request may wait; default 100s
-	DecreaseCooldown      time.Duration // least time between two cuts; default 5s
-	MaxPause              time.Duration // cap on a Retry-After pause, 0 disables pauses; default 30s
-	Controller            string        // ControllerAIMD (default) or ControllerCUBIC
-	AIMD                  AIMDConfig
-	CUBIC                 CUBICConfig
+	InitialUnitsPerMinute float64       `yaml:"initial_units_per_minute"` // default 600
+	MinUnitsPerMinute     float64       `yaml:"min_units_per_minute"`     // default 60
+	MaxUnitsPerMinute     float64       `yaml:"max_units_per_minute"`     // default 60000
+	Burst                 time.Duration `yaml:"burst"`                    // bucket size as time at the current rate; default 10s
+	QueueLimit            int           `yaml:"queue_limit"`              // most requests that may wait; default 500
+	MaxWait               time.Duration `yaml:"max_wait"`                 // longest a request may wait; default 100s
+	DecreaseCooldown      time.Duration `yaml:"decrease_cooldown"`        // least time between two cuts; default 5s
+	MaxPause              time.Duration `yaml:"max_pause"`                // cap on a Retry-After pause, 0 disables pauses; default 30s
+	Controller            string        `yaml:"controller"`               // ControllerAIMD (default) or ControllerCUBIC
+	AIMD                  AIMDConfig    `yaml:"aimd"`
+	CUBIC                 CUBICConfig   `yaml:"cubic"`
 
 	// Instances is the number of processes that share the budget; each
 	// takes 1/Instances of it. Default 1.
-	Instances int
+	Instances int `yaml:"instances"`
 }
 
 // AIMDConfig tunes the additive-increase, multiplicative-decrease controller.
 type AIMDConfig struct {
-	DecreaseFactor   float64       // rate multiplier on a cut; default 0.7
-	IncreaseStep     float64       // units per minute added per raise (whole budget); default 120
-	IncreaseInterval time.Duration // least time between raises; default 10s
+	DecreaseFactor   float64       `yaml:"decrease_factor"`   // rate multiplier on a cut; default 0.7
+	IncreaseStep     float64       `yaml:"increase_step"`     // units per minute added per raise (whole budget); default 120
+	IncreaseInterval time.Duration `yaml:"increase_interval"` // least time between raises; default 10s
 }
 
 // CUBICConfig tunes the CUBIC controller (RFC 8312 window curve).
 type CUBICConfig struct {
-	Beta          float64 // rate multiplier on a cut; default 0.7
-	ScaleConstant float64 // C, in units per minute per second cubed (whole budget)
+	Beta          float64 `yaml:"beta"`           // rate multiplier on a cut; default 0.7
+	ScaleConstant float64 `yaml:"scale_constant"` // C, in units per minute per second cubed (whole budget)
 }
 
 // DefaultCUBICScaleConstant is CUBIC's default C in units/min per s³ for the
@@ -88,12 +91,13 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first option that breaks its rule. The error names
-// the option as it is spelled in the config file.
+// Validate reports every option that breaks its rule, each as a
+// *field.Error naming the option as the config file's limiter section
+// spells it ("aimd.decrease_factor").
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(field string, value any, rule string) {
-		errs = append(errs, fmt.Errorf("limiter: %s: must be %s, got %v", field, rule, value))
+	bad := func(name string, value any, rule string) {
+		errs = append(errs, field.Invalid(name, "must be %s, got %v", rule, value))
 	}
 	finitePos := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
 	if !finitePos(c.MinUnitsPerMinute) {

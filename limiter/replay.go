@@ -54,11 +54,7 @@ import (
 // the decisions since the previous line with their exact virtual times.
 // Times are exact to the nanosecond; rate and tokens are rounded to 12
 // significant digits.
-type Replayer struct {
-	// DecodeOptions turns the value of the first line's "options" into a
-	// Config. Nil means DecodeTraceOptions.
-	DecodeOptions func(raw []byte) (Config, error)
-}
+type Replayer struct{}
 
 // Replay runs a trace with the default Replayer.
 func Replay(r io.Reader, w io.Writer) error { return Replayer{}.Run(r, w) }
@@ -98,12 +94,8 @@ var traceStart = time.Unix(0, 0).UTC()
 // stops at the first bad line with a *LineError; the lines before it have
 // been written.
 func (p Replayer) Run(r io.Reader, w io.Writer) error {
-	decode := p.DecodeOptions
-	if decode == nil {
-		decode = DecodeTraceOptions
-	}
 	bw := bufio.NewWriter(w)
-	err := p.run(r, bw, decode)
+	err := p.run(r, bw, DecodeTraceOptions)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}

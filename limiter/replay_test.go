@@ -71,8 +71,8 @@ func TestReplayErrors(t *testing.T) {
 		msg      string
 	}{
 		{"no options", `{"at": 0, "op": "tick"}`, 1, `"options"`},
-		{"unknown option", `{"options": {"burts": "1s"}}`, 1, `unknown option`},
-		{"unknown nested option", `{"options": {"aimd": {"step": 1}}}`, 1, `aimd.step: unknown option`},
+		{"unknown option", `{"options": {"burts": "1s"}}`, 1, `burts: unknown key (did you mean "burst"?)`},
+		{"unknown nested option", `{"options": {"aimd": {"step": 1}}}`, 1, `aimd.step: unknown key`},
 		{"bad duration", `{"options": {"burst": 10}}`, 1, `burst: must be a duration`},
 		{"invalid option", `{"options": {"min_units_per_minute": -1}}`, 1, `min_units_per_minute`},
 		{"empty", ``, 1, `missing the {"options"`},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/field"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -300,7 +301,7 @@ func (c Config) Validate() error {
 	}
 	lc := c.limiterConfig()
 	if err := lc.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("sim: %w", err))
+		errs = append(errs, fmt.Errorf("sim: %w", field.Under("limiter", err)))
 	}
 	return errors.Join(errs...)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/sluicehq/sluice/field"
 )
 
 // Defaults for the zero fields of Config.
@@ -34,6 +36,10 @@ const (
 	MaxMaxDeliveries    = 1000
 	MaxBodyExcerptBytes = 1 << 20
 )
+
+// MaxRedeliveryDelay is the longest Config.MaxRedeliveryDelay Validate
+// accepts.
+const MaxRedeliveryDelay = 12 * time.Hour
 
 // Config holds the worker's options. The zero value takes every default.
 type Config struct {
@@ -113,13 +119,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports every option that breaks its rule. Field names are as
-// in the config file.
+// Validate reports every option that breaks its rule, each as a
+// *field.Error named as in the config file's worker section; the jobs
+// options are under "jobs." and ResultHeaders is "result_headers".
 func (c Config) Validate() error {
 	var errs []error
-	neg := func(field string, v int64, shown any) {
+	neg := func(name string, v int64, shown any) {
 		if v < 0 {
-			errs = append(errs, fmt.Errorf("worker: %s: must be > 0, got %v", field, shown))
+			errs = append(errs, field.Invalid(name, "must be > 0, got %v", shown))
 		}
 	}
 	neg("max_in_flight", int64(c.MaxInFlight), c.MaxInFlight)
@@ -134,7 +141,7 @@ func (c Config) Validate() error {
 		{"max_deliveries", c.MaxDeliveries, MaxMaxDeliveries}, {"body_excerpt_bytes", c.BodyExcerptBytes, MaxBodyExcerptBytes},
 	} {
 		if b.v > b.max {
-			errs = append(errs, fmt.Errorf("worker: %s: must be <= %d, got %d", b.field, b.max, b.v))
+			errs = append(errs, field.Invalid(b.field, "must be <= %d, got %d", b.max, b.v))
 		}
 	}
 	for _, d := range []struct {
@@ -148,15 +155,16 @@ func (c Config) Validate() error {
 		neg(d.field, int64(d.v), d.v)
 	}
 	if c.BackoffBase > 0 && c.BackoffCap > 0 && c.BackoffCap < c.BackoffBase {
-		errs = append(errs, fmt.Errorf("worker: backoff.cap: must be >= backoff.base (%v), got %v", c.BackoffBase, c.BackoffCap))
+		errs = append(errs, field.Invalid("backoff.cap", "must be >= backoff.base (%v), got %v", c.BackoffBase, c.BackoffCap))
+	}
+	if c.MaxRedeliveryDelay > MaxRedeliveryDelay {
+		errs = append(errs, field.Invalid("max_redelivery_delay", "must be <= %v, got %v", MaxRedeliveryDelay, c.MaxRedeliveryDelay))
 	}
 	for i, h := range c.ResultHeaders {
 		if !httpguts.ValidHeaderFieldName(h) {
-			errs = append(errs, fmt.Errorf("worker: result_headers[%d]: must be a header name, got %q", i, h))
+			errs = append(errs, field.Invalid(fmt.Sprintf("result_headers[%d]", i), "must be a header name, got %q", h))
 		}
 	}
-	if err := c.Jobs.Validate(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, field.Under("jobs", c.Jobs.Validate()))
 	return errors.Join(errs...)
 }

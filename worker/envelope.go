@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/field"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -78,24 +79,27 @@ func (c JobsConfig) withDefaults() JobsConfig {
 	return c
 }
 
-// Validate reports every option that breaks its rule.
+// Validate reports every option that breaks its rule, each as a
+// *field.Error named as in the config file's jobs section
+// ("types.resize.path").
 func (c JobsConfig) Validate() error {
 	c = c.withDefaults()
 	var errs []error
 	switch c.Envelope {
 	case EnvelopeJSON, EnvelopeRaw:
 	default:
-		errs = append(errs, fmt.Errorf("worker: jobs.envelope: must be %q or %q, got %q", EnvelopeJSON, EnvelopeRaw, c.Envelope))
+		errs = append(errs, field.Invalid("envelope", "must be %q or %q, got %q", EnvelopeJSON, EnvelopeRaw, c.Envelope))
 	}
 	if c.MaxEnvelopeBytes < 0 {
-		errs = append(errs, fmt.Errorf("worker: jobs.max_envelope_bytes: must be > 0, got %d", c.MaxEnvelopeBytes))
+		errs = append(errs, field.Invalid("max_envelope_bytes", "must be > 0, got %d", c.MaxEnvelopeBytes))
 	} else if c.MaxEnvelopeBytes > MaxMaxEnvelopeBytes {
-		errs = append(errs, fmt.Errorf("worker: jobs.max_envelope_bytes: must be <= %d, got %d", MaxMaxEnvelopeBytes, c.MaxEnvelopeBytes))
+		errs = append(errs, field.Invalid("max_envelope_bytes", "must be <= %d, got %d", MaxMaxEnvelopeBytes, c.MaxEnvelopeBytes))
+	}
+	if c.Strict && len(c.Types) == 0 {
+		errs = append(errs, field.Invalid("strict", "needs at least one type in types, got none"))
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Types)) {
-		for _, err := range c.Types[name].validate("jobs.types." + name) {
-			errs = append(errs, fmt.Errorf("worker: %w", err))
-		}
+		errs = append(errs, c.Types[name].validate("types."+name)...)
 	}
 	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -97,7 +98,7 @@ type Worker struct {
 // New checks cfg and returns a worker.
 func New(cfg Config, deps Deps) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("worker: %w", err)
 	}
 	if deps.Source == nil || deps.Target == nil {
 		return nil, errors.New("worker: a source and a target are required")

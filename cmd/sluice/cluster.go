@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,97 +17,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
-
-// Share modes accepted in limiter.share.mode.
-const (
-	shareStatic  = "static"  // limiter.instances, fixed
-	shareMembers = "members" // N = live heartbeats in the bucket
-	shareLeases  = "leases"  // capacity partitions leased in the bucket
-)
-
-// shareConfig is the `limiter.share:` section: how the workers sharing one
-// budget find their share of it. See docs/scaling.md.
-type shareConfig struct {
-	Mode       string          `yaml:"mode"`       // static (default), members or leases
-	Bucket     string          `yaml:"bucket"`     // KV bucket; default sluice_<target host>
-	TTL        limiterDuration `yaml:"ttl"`        // default 15s
-	Partitions int             `yaml:"partitions"` // leases: default 16
-	// NATSURL is the coordination server; default: the JetStream source's
-	// own connection. Required with source.kind pubsub.
-	NATSURL string `yaml:"nats_url"`
-	// Remember is how long the fleet's rate is remembered in the bucket
-	// after the last worker ran on it; default 1h.
-	Remember limiterDuration `yaml:"remember"`
-}
-
-func defaultShareConfig() shareConfig {
-	return shareConfig{Mode: shareStatic, TTL: limiterDuration(cluster.DefaultTTL), Partitions: cluster.DefaultPartitions,
-		Remember: limiterDuration(limiter.DefaultRemember)}
-}
-
-// validate checks the section against the rest of the config; every error
-// line is "limiter.share.field: message" or names the other field.
-func (s shareConfig) validate(c *config) error {
-	var errs []error
-	if s.Remember < 0 {
-		errs = append(errs, fmt.Errorf("limiter.share.remember: must be >= 0s, got %v", s.Remember))
-	}
-	switch s.Mode {
-	case shareStatic:
-		return errors.Join(errs...)
-	case shareMembers, shareLeases:
-	default:
-		return errors.Join(append(errs, fmt.Errorf("limiter.share.mode: must be %q, %q or %q, got %q", shareStatic, shareMembers, shareLeases, s.Mode))...)
-	}
-	if c.Limiter.Instances != 1 {
-		errs = append(errs, fmt.Errorf("limiter.instances: must be 1 with limiter.share.mode %q (the count is live), got %d", s.Mode, c.Limiter.Instances))
-	}
-	if s.NATSURL == "" && c.Source.Kind != sourceJetStream {
-		errs = append(errs, fmt.Errorf("limiter.share.nats_url: required with source.kind %q (a NATS server to coordinate through)", c.Source.Kind))
-	}
-	if s.NATSURL != "" {
-		if u, err := url.Parse(s.NATSURL); err != nil || u.Host == "" {
-			errs = append(errs, errors.New("limiter.share.nats_url: must be a URL such as nats://127.0.0.1:4222"))
-		}
-	}
-	if err := s.lib(c.Target.BaseURL, c.Worker.ID).Validate(); err != nil {
-		errs = append(errs, prefixLines("limiter.share.", "cluster: ", err))
-	}
-	return errors.Join(errs...)
-}
-
-// prefixLines turns each "cluster: field: message" line of err into
-// "limiter.share.field: message".
-func prefixLines(prefix, trim string, err error) error {
-	var errs []error
-	for _, line := range strings.Split(err.Error(), "\n") {
-		if line != "" {
-			errs = append(errs, errors.New(prefix+strings.TrimPrefix(line, trim)))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// bucket is the bucket name: as configured, or named after the budget, the
-// target's host ("sluice_api_example_com").
-func (s shareConfig) bucket(target string) string {
-	if s.Bucket != "" {
-		return s.Bucket
-	}
-	host := "share"
-	if u, err := url.Parse(target); err == nil && u.Host != "" {
-		host = u.Host
-	}
-	return "sluice_" + cluster.BucketName(host)
-}
-
-func (s shareConfig) lib(target, id string) cluster.Config {
-	return cluster.Config{Bucket: s.bucket(target), ID: id, TTL: time.Duration(s.TTL), Partitions: s.Partitions}
-}
 
 // shareRun is the live share of a running worker: its membership, its
 // leases in leases mode, the fleet controller they run on, and the limiter
@@ -127,7 +40,7 @@ type shareRun struct {
 
 // coordination returns the JetStream context to coordinate through: a
 // connection to limiter.share.nats_url, or the JetStream source's own.
-func (s shareConfig) coordination(src sources.Source) (jetstream.JetStream, *nats.Conn, error) {
+func shareCoordination(s config.Share, src sources.Source) (jetstream.JetStream, *nats.Conn, error) {
 	if s.NATSURL != "" {
 		nc, err := nats.Connect(s.NATSURL, nats.Name("sluice-share"), nats.MaxReconnects(-1))
 		if err != nil {
@@ -159,17 +72,17 @@ func redactURL(s string) string {
 // joinShare joins the bucket for a worker about to start, in members or
 // leases mode, and opens the fleet state; in static mode on the embedded
 // server with one instance, it opens the memory of the rate; else nil.
-func joinShare(ctx context.Context, cfg config, lcfg limiter.Config, src sources.Source, reg prometheus.Registerer, log *slog.Logger) (*shareRun, error) {
+func joinShare(ctx context.Context, cfg config.Config, lcfg limiter.Config, src sources.Source, reg prometheus.Registerer, log *slog.Logger) (*shareRun, error) {
 	sc := cfg.Limiter.Share
-	fcfg := cluster.FleetConfig{Bucket: sc.bucket(cfg.Target.BaseURL), Limiter: lcfg,
+	fcfg := cluster.FleetConfig{Bucket: sc.BucketName(cfg.Target.BaseURL), Limiter: lcfg,
 		Remember: time.Duration(sc.Remember), Refresh: time.Duration(sc.TTL) / 3}
 	if fcfg.Remember == 0 {
 		fcfg.Remember = -1 // remember: 0s remembers nothing
 	}
-	if sc.Mode == shareStatic || sc.Mode == "" {
+	if sc.Mode == config.ShareStatic || sc.Mode == "" {
 		return rememberAlone(ctx, cfg, fcfg, src, log)
 	}
-	js, nc, err := sc.coordination(src)
+	js, nc, err := shareCoordination(sc, src)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +106,7 @@ func joinShare(ctx context.Context, cfg config, lcfg limiter.Config, src sources
 		}
 		return time.Time{}
 	}))
-	if sc.Mode == shareMembers {
+	if sc.Mode == config.ShareMembers {
 		mopts = append(mopts, cluster.WithInstanceCount(func(n int) {
 			if l := r.lim.Load(); l != nil {
 				if err := l.SetInstanceCount(n); err != nil {
@@ -202,7 +115,7 @@ func joinShare(ctx context.Context, cfg config, lcfg limiter.Config, src sources
 			}
 		}))
 	}
-	m, err := cluster.Join(ctx, js, sc.lib(cfg.Target.BaseURL, cfg.Worker.ID), mopts...)
+	m, err := cluster.Join(ctx, js, sc.Lib(cfg.Target.BaseURL, cfg.Worker.ID), mopts...)
 	if err != nil {
 		r.close()
 		return nil, fmt.Errorf("limiter.share: %w", err)
@@ -217,16 +130,16 @@ func joinShare(ctx context.Context, cfg config, lcfg limiter.Config, src sources
 
 // rememberAlone opens the memory of the rate for a worker alone (one
 // instance) on the embedded JetStream server; nil otherwise.
-func rememberAlone(ctx context.Context, cfg config, fcfg cluster.FleetConfig, src sources.Source, log *slog.Logger) (*shareRun, error) {
+func rememberAlone(ctx context.Context, cfg config.Config, fcfg cluster.FleetConfig, src sources.Source, log *slog.Logger) (*shareRun, error) {
 	js, ok := src.(*natsjs.Source)
-	if !ok || cfg.Source.Kind != sourceJetStream || cfg.Source.JetStream.URL != natsjs.Embedded || cfg.Limiter.Instances != 1 {
+	if !ok || cfg.Source.Kind != config.SourceJetStream || cfg.Source.JetStream.URL != natsjs.Embedded || cfg.Limiter.Instances != 1 {
 		return nil, nil
 	}
 	mem, err := cluster.OpenMemory(ctx, js.JetStream(), fcfg, cluster.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("limiter.share.remember: %w", err)
 	}
-	return &shareRun{mode: shareStatic, mem: mem}, nil
+	return &shareRun{mode: config.ShareStatic, mem: mem}, nil
 }
 
 // limiterConfig starts the limiter where the fleet is (its remembered or
@@ -244,7 +157,7 @@ func (r *shareRun) limiterConfig(c limiter.Config) limiter.Config {
 	if ok && !math.IsNaN(rate) {
 		c.InitialUnitsPerMinute = min(max(rate, c.MinUnitsPerMinute), c.MaxUnitsPerMinute)
 	}
-	if r.mode == shareMembers {
+	if r.mode == config.ShareMembers {
 		c.Instances = r.m.Count()
 	}
 	return c
@@ -271,7 +184,7 @@ func (r *shareRun) start(ctx context.Context, lim *limiter.Limiter, log *slog.Lo
 		return func(ctx context.Context) error { return r.mem.Run(ctx, lim.Adapt) }, nil
 	}
 	runs := []func(context.Context) error{r.m.Run, func(ctx context.Context) error { return r.fleet.Run(ctx, lim) }}
-	if r.mode == shareMembers {
+	if r.mode == config.ShareMembers {
 		if err := lim.SetInstanceCount(r.m.Count()); err != nil {
 			return nil, fmt.Errorf("limiter.share: %w", err)
 		}
@@ -312,27 +225,27 @@ type memberList struct {
 
 // listMembers reads the live members of the budget that the config file
 // describes; nil when limiter.share.mode is static.
-func listMembers(ctx context.Context, file string, src sourceConfig, log *slog.Logger) (*memberList, error) {
+func listMembers(ctx context.Context, file string, src config.Source, log *slog.Logger) (*memberList, error) {
 	cfg, err := commandConfig(file)
 	if err != nil {
 		return nil, err
 	}
 	sc := cfg.Limiter.Share
-	if sc.Mode == shareStatic || sc.Mode == "" {
+	if sc.Mode == config.ShareStatic || sc.Mode == "" {
 		return nil, nil
 	}
 	var js jetstream.JetStream
 	if sc.NATSURL != "" {
 		var nc *nats.Conn
-		if js, nc, err = sc.coordination(nil); err != nil {
+		if js, nc, err = shareCoordination(sc, nil); err != nil {
 			return nil, err
 		}
 		defer nc.Close()
 	} else {
-		if src.Kind != sourceJetStream {
+		if src.Kind != config.SourceJetStream {
 			return nil, errors.New("limiter.share.nats_url: required unless source.kind is jetstream")
 		}
-		s, err := src.JetStream.openJetStream(ctx, log)
+		s, err := openNATSJS(ctx, src.JetStream, log)
 		if err != nil {
 			return nil, err
 		}
@@ -340,10 +253,10 @@ func listMembers(ctx context.Context, file string, src sourceConfig, log *slog.L
 		js = s.JetStream()
 	}
 	ml := &memberList{Mode: sc.Mode, Members: []cluster.Member{}}
-	if sc.Mode == shareLeases {
+	if sc.Mode == config.ShareLeases {
 		ml.Partitions = sc.Partitions
 	}
-	members, err := cluster.List(ctx, js, sc.bucket(cfg.Target.BaseURL))
+	members, err := cluster.List(ctx, js, sc.BucketName(cfg.Target.BaseURL))
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return ml, nil
 	}
@@ -355,7 +268,7 @@ func listMembers(ctx context.Context, file string, src sourceConfig, log *slog.L
 }
 
 // printMembers writes the live members as a table (nothing in static mode).
-func printMembers(ctx context.Context, file string, src sourceConfig, w io.Writer, log *slog.Logger) error {
+func printMembers(ctx context.Context, file string, src config.Source, w io.Writer, log *slog.Logger) error {
 	ml, err := listMembers(ctx, file, src, log)
 	if err != nil || ml == nil {
 		return err
@@ -370,7 +283,7 @@ func printMembers(ctx context.Context, file string, src sourceConfig, w io.Write
 	now := time.Now()
 	for _, m := range ml.Members {
 		leases := ""
-		if ml.Mode == shareLeases {
+		if ml.Mode == config.ShareLeases {
 			leases = fmt.Sprintf("  leases %d/%d", m.Leases, ml.Partitions)
 		}
 		if _, err := fmt.Fprintf(w, "  %-30s rate %9.1f/min  share %6.4f%s  up %s\n",

@@ -16,42 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/limiter"
 )
-
-func TestShareConfigErrors(t *testing.T) {
-	for _, c := range []struct {
-		name, yaml, want string
-	}{
-		{"mode", "limiter:\n  share:\n    mode: dynamic\n", `config: limiter.share.mode: must be "static", "members" or "leases", got "dynamic" (line 5)`},
-		{"instances", "limiter:\n  instances: 3\n  share:\n    mode: members\n", `config: limiter.instances: must be 1 with limiter.share.mode "members" (the count is live), got 3 (line 4)`},
-		{"ttl", "limiter:\n  share:\n    mode: leases\n    ttl: 10ms\n", `config: limiter.share.ttl: must be >= 1s, got 10ms (line 6)`},
-		{"partitions", "limiter:\n  share:\n    mode: leases\n    partitions: 5000\n", `config: limiter.share.partitions: must be between 1 and 1024, got 5000 (line 6)`},
-		{"bucket", "limiter:\n  share:\n    mode: members\n    bucket: a.b\n", `config: limiter.share.bucket: must hold only letters, digits, '-' and '_', got "a.b" (line 6)`},
-		{"pubsub", "source:\n  kind: pubsub\n  pubsub:\n    project: p\n    subscription: subs\nlimiter:\n  share:\n    mode: members\n",
-			`config: limiter.share.nats_url: required with source.kind "pubsub" (a NATS server to coordinate through) (line 9)`},
-		{"url", "limiter:\n  share:\n    mode: members\n    nats_url: '::'\n", `config: limiter.share.nats_url: must be a URL such as nats://127.0.0.1:4222 (line 6)`},
-		{"remember", "limiter:\n  share:\n    remember: -1s\n", `config: limiter.share.remember: must be >= 0s, got -1s`},
-	} {
-		_, err := parseConfig([]byte(minimalConfig+c.yaml), envOf(nil))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error %v\nwant a line %s", c.name, err, c.want)
-		}
-	}
-	cfg, err := parseConfig([]byte(minimalConfig+"limiter:\n  share:\n    mode: leases\n"), envOf(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := cfg.Limiter.Share.bucket(cfg.Target.BaseURL); !strings.HasPrefix(got, "sluice_") || strings.ContainsAny(got, ".:/") {
-		t.Errorf("default bucket %q", got)
-	}
-	if got := (shareConfig{Bucket: "mine"}).bucket("http://x"); got != "mine" {
-		t.Errorf("bucket = %q", got)
-	}
-	if got := redactURL("nats://u:secretpw@127.0.0.1:4222"); strings.Contains(got, "secretpw") {
-		t.Errorf("redactURL = %q", got)
-	}
-}
 
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
@@ -85,7 +52,7 @@ func TestRunShare(t *testing.T) {
 	for _, c := range []struct {
 		mode    string
 		natsURL bool // coordinate through a server of its own, as with Pub/Sub
-	}{{shareMembers, false}, {shareLeases, false}, {shareMembers, true}} {
+	}{{config.ShareMembers, false}, {config.ShareLeases, false}, {config.ShareMembers, true}} {
 		mode := c.mode
 		name := mode
 		if c.natsURL {
@@ -95,9 +62,9 @@ func TestRunShare(t *testing.T) {
 			natsURL := startNATS(t)
 			target := "http://127.0.0.1:1/" // never called: no jobs
 			cfg := e2eConfig(t, natsURL, target)
-			cfg.Limiter.Enabled = true
+			cfg.Limiter.Disabled = false
 			cfg.Limiter.InitialUnitsPerMinute = 1200
-			cfg.Limiter.Share = shareConfig{Mode: mode, TTL: limiterDuration(3 * time.Second), Partitions: 16}
+			cfg.Limiter.Share = config.Share{Mode: mode, TTL: time.Duration(3 * time.Second), Partitions: 16}
 			extra := ""
 			if c.natsURL {
 				cfg.Limiter.Share.NATSURL = startNATS(t)
@@ -114,7 +81,7 @@ func TestRunShare(t *testing.T) {
 						math.Abs(gaugeValue(t, reg, "sluice_limiter_rate_units_per_minute")-600) > 1e-6 {
 						return false
 					}
-					if mode == shareLeases && gaugeValue(t, reg, "sluice_cluster_leases") != 8 {
+					if mode == config.ShareLeases && gaugeValue(t, reg, "sluice_cluster_leases") != 8 {
 						return false
 					}
 				}
@@ -168,7 +135,7 @@ func TestRunShare(t *testing.T) {
 	}
 }
 
-func withID(cfg config, id string) config {
+func withID(cfg config.Config, id string) config.Config {
 	cfg.Worker.ID = id
 	return cfg
 }
@@ -179,9 +146,9 @@ func withID(cfg config, id string) config {
 func TestRunShareRemembers(t *testing.T) {
 	natsURL := startNATS(t)
 	cfg := e2eConfig(t, natsURL, "http://127.0.0.1:1/")
-	cfg.Limiter.Enabled = true
+	cfg.Limiter.Disabled = false
 	cfg.Limiter.InitialUnitsPerMinute = 1200
-	cfg.Limiter.Share = shareConfig{Mode: shareMembers, TTL: limiterDuration(3 * time.Second), Remember: limiterDuration(time.Hour)}
+	cfg.Limiter.Share = config.Share{Mode: config.ShareMembers, TTL: time.Duration(3 * time.Second), Remember: time.Duration(time.Hour)}
 	mustValid(t, cfg)
 	nc, err := nats.Connect(natsURL)
 	if err != nil {
@@ -189,7 +156,7 @@ func TestRunShareRemembers(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: cluster.FleetBucket(cfg.Limiter.Share.bucket(cfg.Target.BaseURL))})
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: cluster.FleetBucket(cfg.Limiter.Share.BucketName(cfg.Target.BaseURL))})
 	if err != nil {
 		t.Fatal(err)
 	}

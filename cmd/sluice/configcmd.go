@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/config"
 )
 
 // exampleConfig is config.example.yaml, embedded in the binary.
@@ -53,7 +54,7 @@ as the argument or with -c.`,
 			case file == "":
 				return usageError(fmt.Errorf("config validate: no file; usage: sluice config validate FILE"))
 			}
-			if _, err := loadConfig(file); err != nil {
+			if _, err := config.Load(file, config.Options{}); err != nil {
 				fmt.Fprintln(cmd.OutOrStdout(), err)
 				return &exitError{code: exitUsage}
 			}

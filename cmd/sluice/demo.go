@@ -24,6 +24,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 
+	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sim"
 	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/worker"
@@ -77,7 +79,7 @@ func defaultDemoOptions() demoOptions {
 }
 
 func (o demoOptions) validate() error {
-	lim := defaultLimiterOptions()
+	lim := limiter.DefaultConfig()
 	largest := demoJobTypes[len(demoJobTypes)-1].cost
 	minQuota := largest * time.Minute.Seconds() / demoWindow.Seconds()
 	var errs []error
@@ -298,7 +300,7 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer, width int) (demo
 		o.workers, fnum(o.rate), demoBurst, demoIncreaseInterval)
 
 	// The backlog.
-	src, err := cfg.Source.JetStream.openJetStream(ctx, log)
+	src, err := openNATSJS(ctx, cfg.Source.JetStream, log)
 	if err != nil {
 		return rep, err
 	}
@@ -328,7 +330,7 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer, width int) (demo
 		wc := cfg
 		wc.Worker.ID = fmt.Sprintf("demo-worker-%d", i+1)
 		g.Go(func() error {
-			if err := runWorker(gctx, wc, regs[i], log); err != nil {
+			if err := runWorker(gctx, wc, false, regs[i], log); err != nil {
 				return fmt.Errorf("demo: worker %d: %w", i+1, err)
 			}
 			return nil
@@ -376,23 +378,23 @@ func writeDemoChart(f *os.File, c *sim.Chart) error {
 }
 
 // demoConfig is the configuration every demo worker runs with.
-func demoConfig(o demoOptions, natsURL, apiURL string) (config, error) {
-	c := defaultConfig()
+func demoConfig(o demoOptions, natsURL, apiURL string) (config.Config, error) {
+	c := config.Default()
 	c.Source.JetStream.URL = natsURL
 	c.Target.BaseURL = apiURL
-	c.Jobs.Types = map[string]jobTypeConfig{}
+	c.Jobs.Types = map[string]config.JobType{}
 	for _, t := range demoJobTypes {
 		cost := t.cost
-		c.Jobs.Types[t.name] = jobTypeConfig{Method: t.method, Path: t.path, Cost: &cost}
+		c.Jobs.Types[t.name] = config.JobType{Method: t.method, Path: t.path, Cost: &cost}
 	}
 	c.Limiter.Instances = o.workers
 	c.Limiter.InitialUnitsPerMinute = o.rate
-	c.Limiter.Burst = limiterDuration(demoBurst)
-	c.Limiter.AIMD.IncreaseInterval = limiterDuration(demoIncreaseInterval)
-	c.Limiter.MaxPause = limiterDuration(demoMaxPause)
+	c.Limiter.Burst = time.Duration(demoBurst)
+	c.Limiter.AIMD.IncreaseInterval = time.Duration(demoIncreaseInterval)
+	c.Limiter.MaxPause = time.Duration(demoMaxPause)
 	c.Worker.MaxInFlight = demoMaxInFlight
-	c.Metrics.Listen = opsListenOff
-	if err := c.validate(&configErrors{lines: c.lines}, true); err != nil {
+	c.Metrics.Listen = config.OpsListenOff
+	if err := c.Check(true); err != nil {
 		return c, fmt.Errorf("demo: %w", err)
 	}
 	return c, nil

@@ -224,7 +224,7 @@ func TestDemoJobsPriced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := worker.NewDecoder(cfg.workerConfig(time.Minute).Jobs)
+	dec, err := worker.NewDecoder(cfg.WorkerConfig(time.Minute).Jobs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/worker"
@@ -82,7 +83,7 @@ the payload and are skipped.`,
 			}
 			ctx := cmd.Context()
 			log := slog.New(slog.DiscardHandler)
-			src, err := cfg.Source.open(ctx, log)
+			src, err := openSource(ctx, cfg.Source, log)
 			if err != nil {
 				return err
 			}
@@ -115,21 +116,21 @@ the payload and are skipped.`,
 
 // commandConfig loads the config file, or the defaults without one, for
 // the commands that use the queue but not the target.
-func commandConfig(file string) (config, error) {
+func commandConfig(file string) (config.Config, error) {
 	if file == "" {
-		cfg := defaultConfig()
+		cfg := config.Default()
 		return cfg, nil
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return config{}, fmt.Errorf("config: %w", err)
+		return config.Config{}, fmt.Errorf("config: %w", err)
 	}
-	return parseConfigWith(data, os.LookupEnv, nil, false)
+	return config.Parse(data, config.Options{NoTarget: true})
 }
 
 // loadSourceConfig is the source section of the config file, or the
 // default without one (for enqueue and status).
-func loadSourceConfig(file string) (sourceConfig, error) {
+func loadSourceConfig(file string) (config.Source, error) {
 	cfg, err := commandConfig(file)
 	return cfg.Source, err
 }
@@ -181,14 +182,14 @@ func replayDeadLetters(ctx context.Context, store deadLetterStore, src sources.S
 	return n, err
 }
 
-func openDeadLetterStore(ctx context.Context, cfg config, src sources.Source) (deadLetterStore, error) {
+func openDeadLetterStore(ctx context.Context, cfg config.Config, src sources.Source) (deadLetterStore, error) {
 	switch cfg.DeadLetters.Kind {
-	case outputJSONL:
+	case config.OutputJSONL:
 		return jsonlDeadLetters{path: cfg.DeadLetters.Path}, nil
-	case outputNATS:
+	case config.OutputNATS:
 		js, ok := src.(*natsjs.Source)
 		if !ok {
-			return nil, fmt.Errorf("dead_letters.kind: %q needs source.kind %q", outputNATS, sourceJetStream)
+			return nil, fmt.Errorf("dead_letters.kind: %q needs source.kind %q", config.OutputNATS, config.SourceJetStream)
 		}
 		nc := natsOutputConfig("dead_letters", cfg.DeadLetters, js.Config())
 		stream, err := js.JetStream().Stream(ctx, nc.Stream)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -67,7 +68,7 @@ jobs:
 limiter: {enabled: false}
 metrics: {listen: "off"}
 `, natsURL, target.URL))
-	cfg, err := loadConfig(file)
+	cfg, err := config.Load(file, config.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

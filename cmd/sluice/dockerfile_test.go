@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/config"
 )
 
 // The Dockerfile is checked without a container engine: a small parser reads
@@ -264,7 +266,7 @@ func TestDockerfile(t *testing.T) {
 	if err := sub.ParseFlags(subArgs); err != nil {
 		t.Errorf("HEALTHCHECK %v: %v", argv[1:], err)
 	}
-	_, port, _ := net.SplitHostPort(defaultOpsListen)
+	_, port, _ := net.SplitHostPort(config.DefaultOpsListen)
 	if u := sub.Flags().Lookup("url").Value.String(); !strings.Contains(u, ":"+port+"/") {
 		t.Errorf("HEALTHCHECK probes %s, not the default metrics port %s", u, port)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
@@ -38,7 +39,7 @@ type sourceFlags struct {
 }
 
 func (f *sourceFlags) register(cmd *cobra.Command) {
-	d := defaultJetstreamConfig()
+	d := config.Default().Source.JetStream
 	fl := cmd.Flags()
 	fl.StringVarP(&f.config, "config", "c", "", "config file; its source section is used, and the flags below replace its values")
 	fl.StringVar(&f.natsURL, "nats-url", d.URL, `NATS server URL, or "embedded" to use (or start) the embedded server (source.jetstream.url)`)
@@ -52,18 +53,18 @@ func (f *sourceFlags) register(cmd *cobra.Command) {
 // load reads the config file's source section, applies the flags and
 // checks the result; every error it returns is a usage or config error
 // (exit status 2).
-func (f *sourceFlags) load(cmd *cobra.Command) (sourceConfig, error) {
+func (f *sourceFlags) load(cmd *cobra.Command) (config.Source, error) {
 	cfg, err := loadSourceConfig(f.config)
 	if err == nil {
 		err = f.apply(cmd, &cfg)
 	}
 	if err == nil {
-		err = cfg.validate()
+		err = cfg.Check()
 	}
 	return cfg, usageError(err)
 }
 
-func (f *sourceFlags) apply(cmd *cobra.Command, cfg *sourceConfig) error {
+func (f *sourceFlags) apply(cmd *cobra.Command, cfg *config.Source) error {
 	changed := func(name string) bool { return cmd.Flags().Changed(name) }
 	given := false
 	for _, n := range []string{"nats-url", "data-dir", "nats-port", "stream", "subject"} {
@@ -72,8 +73,8 @@ func (f *sourceFlags) apply(cmd *cobra.Command, cfg *sourceConfig) error {
 	if !given {
 		return nil
 	}
-	if cfg.Kind != sourceJetStream {
-		return fmt.Errorf("the --nats-* flags, --data-dir, --stream and --subject apply to source.kind %q, not %q", sourceJetStream, cfg.Kind)
+	if cfg.Kind != config.SourceJetStream {
+		return fmt.Errorf("the --nats-* flags, --data-dir, --stream and --subject apply to source.kind %q, not %q", config.SourceJetStream, cfg.Kind)
 	}
 	js := &cfg.JetStream
 	if changed("nats-url") {
@@ -138,8 +139,8 @@ on that directory for the time it runs.`,
 
 // runEnqueue publishes the jobs of the file at path ("-": stdin) to the
 // source cfg describes.
-func runEnqueue(ctx context.Context, cfg sourceConfig, path string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if err := cfg.validate(); err != nil {
+func runEnqueue(ctx context.Context, cfg config.Source, path string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if err := cfg.Check(); err != nil {
 		return err
 	}
 	in, size, name := stdin, int64(0), "stdin"
@@ -156,7 +157,7 @@ func runEnqueue(ctx context.Context, cfg sourceConfig, path string, stdin io.Rea
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	src, err := cfg.open(ctx, commandLogger(stderr))
+	src, err := openSource(ctx, cfg, commandLogger(stderr))
 	if err != nil {
 		return err
 	}

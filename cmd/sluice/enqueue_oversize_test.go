@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/sources/memory"
 )
 
@@ -16,7 +17,7 @@ import (
 // line; the lines after it are published and the exit status is 1 (#15).
 func TestEnqueueOversizedLineEmbedded(t *testing.T) {
 	dir := t.TempDir()
-	cfg := defaultSourceConfig()
+	cfg := config.Default().Source
 	cfg.JetStream.Embedded.StoreDir = filepath.Join(dir, "data")
 	cfg.JetStream.Embedded.Port = -1
 	big := `{"id":"big","body":"` + strings.Repeat("x", 2<<20) + `"}`

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/sources/memory"
 )
 
@@ -90,7 +91,7 @@ func TestEnqueueMemory(t *testing.T) {
 // server, each run starting and stopping its own on one store directory.
 func TestEnqueueStatusEmbedded(t *testing.T) {
 	dir := t.TempDir()
-	cfg := defaultSourceConfig()
+	cfg := config.Default().Source
 	cfg.JetStream.Embedded.StoreDir = filepath.Join(dir, "data")
 	cfg.JetStream.Embedded.Port = -1
 	var jobs strings.Builder
@@ -147,7 +148,7 @@ func TestStatusPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	cfg := defaultSourceConfig()
+	cfg := config.Default().Source
 	cfg.JetStream.Embedded.StoreDir = t.TempDir()
 	cfg.JetStream.Embedded.Port = l.Addr().(*net.TCPAddr).Port
 	err = runStatus(t.Context(), cfg, false, &bytes.Buffer{}, &bytes.Buffer{})
@@ -168,7 +169,7 @@ func TestSourceFlags(t *testing.T) {
 	if err := cmd.ParseFlags([]string{"--nats-port", "4300", "--data-dir", "/tmp/x", "--subject", "work.items"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := defaultSourceConfig()
+	cfg := config.Default().Source
 	if err := g.apply(cmd, &cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -177,45 +178,23 @@ func TestSourceFlags(t *testing.T) {
 		len(js.Subjects) != 1 || js.Subjects[0] != "work.items" || js.URL != "embedded" || js.Stream != "SLUICE" {
 		t.Errorf("after flags: %+v", js)
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Check(); err != nil {
 		t.Errorf("validate: %v", err)
 	}
 
 	// A configured stream must cover the subject.
-	cfg = defaultSourceConfig()
+	cfg = config.Default().Source
 	cfg.JetStream.Subjects = []string{"jobs.>"}
 	if err := g.apply(cmd, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "source.jetstream.publish_subject") {
+	if err := cfg.Check(); err == nil || !strings.Contains(err.Error(), "source.jetstream.publish_subject") {
 		t.Errorf("validate with an uncovered subject: %v", err)
 	}
 
-	cfg = defaultSourceConfig()
-	cfg.Kind = sourcePubSub
+	cfg = config.Default().Source
+	cfg.Kind = config.SourcePubSub
 	if err := g.apply(cmd, &cfg); err == nil {
 		t.Error("NATS flags applied to a pubsub source")
-	}
-}
-
-func TestJetstreamConfigValidate(t *testing.T) {
-	c := defaultJetstreamConfig()
-	if err := c.validate("source.jetstream"); err != nil {
-		t.Fatalf("defaults: %v", err)
-	}
-	c.AckWait = limiterDuration(-1)
-	c.Auth.Token = "abcd-secret"
-	c.Auth.TokenFile = filepath.Join(t.TempDir(), "missing")
-	err := c.validate("source.jetstream")
-	if err == nil {
-		t.Fatal("invalid config passed")
-	}
-	for _, want := range []string{"source.jetstream.ack_wait:", "source.jetstream.auth.token_file:"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %s", err, want)
-		}
-	}
-	if strings.Contains(err.Error(), "abcd-secret") {
-		t.Errorf("error shows the token: %v", err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/sluicehq/sluice/internal/schema"
 )
 
 // The exit status of every command (docs/operations.md, "Exit status"):
@@ -228,7 +230,7 @@ func flagSuggestion(cmd *cobra.Command, err error) string {
 		if f.Hidden {
 			return
 		}
-		d := editDistance(typed, f.Name)
+		d := schema.EditDistance(typed, f.Name)
 		if strings.HasPrefix(f.Name, typed) && len(typed) >= 3 {
 			d = min(d, 1)
 		}

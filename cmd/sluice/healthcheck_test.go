@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/config"
 )
 
 func TestHealthcheckCommand(t *testing.T) {
 	var ready error = errors.New("target host \"api\" does not resolve")
-	srv := httptest.NewServer(opsHandler(defaultOpsConfig(), prometheus.NewRegistry(),
+	srv := httptest.NewServer(opsHandler(opsConfig{Metrics: config.Default().Metrics}, prometheus.NewRegistry(),
 		func(context.Context) error { return ready }, nil))
 	defer srv.Close()
 	redirect := httptest.NewServer(http.RedirectHandler(srv.URL+"/healthz", http.StatusFound))
@@ -51,7 +53,7 @@ func TestHealthcheckCommand(t *testing.T) {
 }
 
 func TestHealthcheckReportsWhy(t *testing.T) {
-	srv := httptest.NewServer(opsHandler(defaultOpsConfig(), prometheus.NewRegistry(),
+	srv := httptest.NewServer(opsHandler(opsConfig{Metrics: config.Default().Metrics}, prometheus.NewRegistry(),
 		func(context.Context) error { return errors.New("source not connected") }, nil))
 	defer srv.Close()
 	err := healthcheck(t.Context(), srv.URL+"/readyz", 5*time.Second)

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -181,11 +182,11 @@ func TestKubernetesManifests(t *testing.T) {
 		env[e.str("name")] = "value-of-" + e.str("name")
 	}
 	data, _ := cm.path("data").(map[string]any)
-	config, _ := data["sluice.yaml"].(string)
-	if secretVar == "" || !strings.Contains(config, "${"+secretVar+"}") {
+	cfgText, _ := data["sluice.yaml"].(string)
+	if secretVar == "" || !strings.Contains(cfgText, "${"+secretVar+"}") {
 		t.Errorf("no Secret reference that the config uses (env %q)", secretVar)
 	}
-	if regexp.MustCompile(`(?i)bearer [a-z0-9]{8,}`).MatchString(config) {
+	if regexp.MustCompile(`(?i)bearer [a-z0-9]{8,}`).MatchString(cfgText) {
 		t.Error("the ConfigMap seems to hold a literal token")
 	}
 
@@ -196,13 +197,13 @@ func TestKubernetesManifests(t *testing.T) {
 			Listen string `yaml:"listen"`
 		} `yaml:"metrics"`
 	}
-	if err := yaml.Unmarshal([]byte(config), &raw); err != nil {
+	if err := yaml.Unmarshal([]byte(cfgText), &raw); err != nil {
 		t.Fatalf("sluice.yaml: %v", err)
 	}
 	if raw.Metrics.Listen == "" || loopbackListen(raw.Metrics.Listen) {
 		t.Errorf("metrics.listen %q: Prometheus in another pod cannot reach a loopback address", raw.Metrics.Listen)
 	}
-	cfg, err := parseConfig([]byte(config), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err := parseEnv([]byte(cfgText), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
 		t.Errorf("sluice.yaml does not decode: %v", err)
 	} else {
@@ -227,7 +228,7 @@ func TestKubernetesManifests(t *testing.T) {
 	if p := c.str("ports.0.name"); p != "metrics" || strconv.Itoa(c.num("ports.0.containerPort")) != port {
 		t.Errorf("container port %s/%d, want metrics/%s", p, c.num("ports.0.containerPort"), port)
 	}
-	srv := httptest.NewServer(opsHandler(defaultOpsConfig(), prometheus.NewRegistry(), func(context.Context) error { return nil }, nil))
+	srv := httptest.NewServer(opsHandler(opsConfig{Metrics: config.Default().Metrics}, prometheus.NewRegistry(), func(context.Context) error { return nil }, nil))
 	defer srv.Close()
 	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
 		path := c.str(probe + ".httpGet.path")
@@ -282,7 +283,7 @@ func TestKubernetesManifests(t *testing.T) {
 			if tr.str("metadata.consumer") == "" || tr.str("metadata.stream") == "" || tr.str("metadata.lagThreshold") == "" {
 				t.Errorf("nats-jetstream trigger lacks stream, consumer or lagThreshold: %v", tr["metadata"])
 			}
-			if !strings.Contains(config, "stream: "+tr.str("metadata.stream")) || !strings.Contains(config, "consumer: "+tr.str("metadata.consumer")) {
+			if !strings.Contains(cfgText, "stream: "+tr.str("metadata.stream")) || !strings.Contains(cfgText, "consumer: "+tr.str("metadata.consumer")) {
 				t.Errorf("the lag trigger watches %s/%s, not the configured stream and consumer", tr.str("metadata.stream"), tr.str("metadata.consumer"))
 			}
 		}
@@ -351,7 +352,7 @@ func TestKubernetesPubSubOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"GOOGLE_CLOUD_PROJECT": "my-project", "SLUICE_API_TOKEN": "t", "POD_NAME": "sluice-0"}
-	cfg, err := parseConfig([]byte(cm.Data["sluice.yaml"]), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err := parseEnv([]byte(cm.Data["sluice.yaml"]), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
 		t.Fatalf("the Pub/Sub overlay's sluice.yaml does not decode: %v", err)
 	}

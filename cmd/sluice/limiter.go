@@ -45,7 +45,7 @@ A bad trace line is reported with its number, and the exit status is 2.`,
 			} else {
 				name = "stdin"
 			}
-			r := limiter.Replayer{DecodeOptions: decodeLimiterOptionsJSON}
+			var r limiter.Replayer
 			if err := r.Run(in, cmd.OutOrStdout()); err != nil {
 				return usageError(fmt.Errorf("%s: %w", name, err))
 			}

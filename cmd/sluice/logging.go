@@ -7,32 +7,11 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"strings"
 
 	"golang.org/x/term"
-)
 
-// Log formats accepted in log.format and --log-format.
-const (
-	logFormatAuto = "auto" // text on a terminal, JSON otherwise
-	logFormatText = "text"
-	logFormatJSON = "json"
+	"github.com/sluicehq/sluice/internal/config"
 )
-
-// parseLogLevel reads log.level: debug, info, warn or error.
-func parseLogLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(s) {
-	case "debug":
-		return slog.LevelDebug, nil
-	case "info", "":
-		return slog.LevelInfo, nil
-	case "warn", "warning":
-		return slog.LevelWarn, nil
-	case "error":
-		return slog.LevelError, nil
-	}
-	return 0, fmt.Errorf("log.level: must be debug, info, warn or error, got %q", s)
-}
 
 // newLogger builds the process logger on w: text when format is "text", or
 // "auto" and w is a terminal; JSON otherwise. Attribute keys are fixed (job,
@@ -40,18 +19,18 @@ func parseLogLevel(s string) (slog.Level, error) {
 // logged. Durations read as Go durations in text ("1.5s") and as seconds in
 // JSON (1.5); floats are rounded to 6 significant digits (see readable).
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
-	lvl, err := parseLogLevel(level)
+	lvl, err := config.ParseLogLevel(level)
 	if err != nil {
 		return nil, err
 	}
 	text := slog.HandlerOptions{Level: lvl, ReplaceAttr: readable(false)}
 	json := slog.HandlerOptions{Level: lvl, ReplaceAttr: readable(true)}
 	switch format {
-	case logFormatText:
+	case config.LogFormatText:
 		return slog.New(slog.NewTextHandler(w, &text)), nil
-	case logFormatJSON:
+	case config.LogFormatJSON:
 		return slog.New(slog.NewJSONHandler(w, &json)), nil
-	case logFormatAuto, "":
+	case config.LogFormatAuto, "":
 		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			return slog.New(slog.NewTextHandler(w, &text)), nil
 		}

@@ -11,7 +11,6 @@ import (
 	"net/http/pprof"
 	"net/url"
 	"runtime"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
 )
@@ -27,8 +27,6 @@ import (
 // enabled, /debug/pprof, served on metrics.listen.
 
 const (
-	defaultOpsListen = "127.0.0.1:9464"
-	opsListenOff     = "off"
 	// readyTimeout bounds one /readyz check.
 	readyTimeout = 5 * time.Second
 	// sourceStatsTimeout bounds the source stats read on each scrape.
@@ -39,55 +37,13 @@ const (
 	httpShutdownTimeout = 5 * time.Second
 )
 
-// opsConfig is the `metrics:` section of the config file.
+// opsConfig is what serveOps serves: the metrics section and, with
+// `sluice run --ui`, the live page (ui.go).
 type opsConfig struct {
-	// Listen is the host:port of the runtime endpoints, or "off". The
-	// default is loopback only; a Prometheus server on another host needs
-	// an explicit address such as 0.0.0.0:9464.
-	Listen string `yaml:"listen"`
-	// Pprof serves /debug/pprof on the same address. Default false.
-	Pprof bool `yaml:"pprof"`
-
+	config.Metrics
 	ui       bool      // `sluice run --ui`: serve the live page at /ui/ (ui.go)
 	uiListen string    // `sluice run --ui-listen`: serve it there instead
 	live     *livePage // the live page's source, set by runWorker when ui is on
-}
-
-func defaultOpsConfig() opsConfig {
-	return opsConfig{Listen: defaultOpsListen}
-}
-
-// validate checks the section; path is where it sits in the config file
-// ("metrics").
-func (c opsConfig) validate(path string) error {
-	if c.Listen == opsListenOff {
-		return nil
-	}
-	host, port, err := net.SplitHostPort(c.Listen)
-	if err != nil {
-		return fmt.Errorf("%s.listen: must be host:port or %q, got %q", path, opsListenOff, c.Listen)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("%s.listen: port must be a number from 0 to 65535, got %q", path, port)
-	}
-	if host != "" && net.ParseIP(host) == nil && !validHostname(host) {
-		return fmt.Errorf("%s.listen: host must be an IP address or a host name, got %q", path, host)
-	}
-	return nil
-}
-
-func validHostname(h string) bool {
-	if len(h) > 253 {
-		return false
-	}
-	for _, r := range h {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // loopbackListen reports whether a listen address binds only to the
@@ -115,7 +71,7 @@ func loopbackListen(addr string) bool {
 // a deadline, and its error is shown to the caller, so it must not carry
 // secrets.
 func serveOps(ctx context.Context, cfg opsConfig, g prometheus.Gatherer, ready func(context.Context) error, log *slog.Logger) error {
-	if cfg.Listen == opsListenOff {
+	if cfg.Listen == config.OpsListenOff {
 		return nil
 	}
 	if log == nil {

@@ -18,56 +18,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
 )
 
-func TestOpsConfigValidate(t *testing.T) {
-	cases := []struct {
-		listen  string
-		wantErr string // "" means valid
-	}{
-		{defaultOpsListen, ""},
-		{"off", ""},
-		{"127.0.0.1:0", ""},
-		{"[::1]:9464", ""},
-		{"localhost:9464", ""},
-		{"0.0.0.0:9464", ""},
-		{":9464", ""},
-		{"metrics.internal:9464", ""},
-		{"", `metrics.listen: must be host:port or "off", got ""`},
-		{"9464", `metrics.listen: must be host:port or "off", got "9464"`},
-		{"OFF", `metrics.listen: must be host:port or "off", got "OFF"`},
-		{"127.0.0.1:http", `metrics.listen: port must be a number from 0 to 65535, got "http"`},
-		{"127.0.0.1:70000", `metrics.listen: port must be a number from 0 to 65535, got "70000"`},
-		{"bad host:9464", `metrics.listen: host must be an IP address or a host name, got "bad host"`},
-	}
-	for _, c := range cases {
-		err := opsConfig{Listen: c.listen}.validate("metrics")
-		switch {
-		case c.wantErr == "" && err != nil:
-			t.Errorf("listen %q: unexpected error %v", c.listen, err)
-		case c.wantErr != "" && (err == nil || err.Error() != c.wantErr):
-			t.Errorf("listen %q: error %v, want %q", c.listen, err, c.wantErr)
-		}
-	}
-}
-
 // The default binds loopback only; anything reachable from other hosts has
 // to be written in the config.
 func TestOpsDefaultIsLoopback(t *testing.T) {
-	def := defaultOpsConfig()
+	def := config.Default().Metrics
 	if def.Listen != "127.0.0.1:9464" || def.Pprof {
-		t.Fatalf("defaultOpsConfig() = %+v, want listen 127.0.0.1:9464 without pprof", def)
+		t.Fatalf("config.Default().Metrics = %+v, want listen 127.0.0.1:9464 without pprof", def)
 	}
-	if err := def.validate("metrics"); err != nil {
+	if err := def.Check(); err != nil {
 		t.Fatal(err)
 	}
-	// What `sluice run` uses when the config file has no metrics section.
-	if got := defaultConfig().Metrics; got != def {
-		t.Errorf("defaultConfig().Metrics = %+v, want %+v", got, def)
-	}
-	cfg, err := parseConfig([]byte("target:\n  base_url: http://127.0.0.1:8080/\n"), func(string) (string, bool) { return "", false })
+	cfg, err := parseEnv([]byte("target:\n  base_url: http://127.0.0.1:8080/\n"), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +244,7 @@ func TestOpsHandler(t *testing.T) {
 	}
 
 	for _, pprofOn := range []bool{false, true} {
-		srv := httptest.NewServer(opsHandler(opsConfig{Listen: "127.0.0.1:0", Pprof: pprofOn}, reg, ready, nil))
+		srv := httptest.NewServer(opsHandler(opsConfig{Metrics: config.Metrics{Listen: "127.0.0.1:0", Pprof: pprofOn}}, reg, ready, nil))
 		notReady.Store(&srcErr)
 
 		code, body := get(t, srv.URL+"/metrics")
@@ -315,7 +281,7 @@ func TestOpsHandler(t *testing.T) {
 	}
 
 	// Without a readiness check, ready means alive.
-	srv := httptest.NewServer(opsHandler(defaultOpsConfig(), reg, nil, nil))
+	srv := httptest.NewServer(opsHandler(opsConfig{Metrics: config.Default().Metrics}, reg, nil, nil))
 	defer srv.Close()
 	if code, _ := get(t, srv.URL+"/readyz"); code != 200 {
 		t.Errorf("/readyz with no check: %d", code)
@@ -355,7 +321,7 @@ func TestServeOpsLifecycle(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- serveOps(ctx, opsConfig{Listen: "127.0.0.1:0"}, prometheus.NewRegistry(), nil, slog.New(h))
+		done <- serveOps(ctx, opsConfig{Metrics: config.Metrics{Listen: "127.0.0.1:0"}}, prometheus.NewRegistry(), nil, slog.New(h))
 	}()
 	var addr string
 	select {
@@ -374,7 +340,7 @@ func TestServeOpsLifecycle(t *testing.T) {
 	}
 
 	// A second server on the same address fails, naming the field.
-	err := serveOps(t.Context(), opsConfig{Listen: addr}, prometheus.NewRegistry(), nil, nil)
+	err := serveOps(t.Context(), opsConfig{Metrics: config.Metrics{Listen: addr}}, prometheus.NewRegistry(), nil, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "metrics.listen: ") {
 		t.Errorf("second bind: %v, want a metrics.listen error", err)
 	}
@@ -392,14 +358,14 @@ func TestServeOpsLifecycle(t *testing.T) {
 func TestServeOpsCanceledBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := serveOps(ctx, opsConfig{Listen: "127.0.0.1:0"}, prometheus.NewRegistry(), nil, nil); err != nil {
+	if err := serveOps(ctx, opsConfig{Metrics: config.Metrics{Listen: "127.0.0.1:0"}}, prometheus.NewRegistry(), nil, nil); err != nil {
 		t.Fatalf("serveOps on a done context: %v, want nil", err)
 	}
 }
 
 func TestServeOpsOff(t *testing.T) {
 	// "off" returns at once, even though ctx is never cancelled.
-	if err := serveOps(t.Context(), opsConfig{Listen: "off"}, prometheus.NewRegistry(), nil, nil); err != nil {
+	if err := serveOps(t.Context(), opsConfig{Metrics: config.Metrics{Listen: "off"}}, prometheus.NewRegistry(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -120,7 +121,7 @@ func TestRunResultLargerThanMaxPayload(t *testing.T) {
 	target := httptest.NewServer(api)
 	defer target.Close()
 	cfg := e2eConfig(t, natsURL, target.URL)
-	cfg.Results.Kind = outputNATS
+	cfg.Results.Kind = config.OutputNATS
 	cfg = mustValid(t, cfg)
 	q := client(t, cfg)
 	enqueueJob(t, q, "big", map[string]any{"headers": map[string]string{"X-Job": "big"}})

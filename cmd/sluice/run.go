@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/api/option"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sinks"
@@ -76,8 +77,6 @@ wait).`,
 			if err != nil {
 				return usageError(err)
 			}
-			cfg.Metrics.ui = f.ui || f.uiListen != ""
-			cfg.Metrics.uiListen = f.uiListen
 			log, err := newLogger(cmd.ErrOrStderr(), cfg.Log.Format, cfg.Log.Level)
 			if err != nil {
 				return usageError(err)
@@ -100,7 +99,7 @@ wait).`,
 					}
 				}
 			})
-			err = runWorker(ctx, cfg, prometheus.NewRegistry(), log)
+			err = runWorkerWith(ctx, cfg, f.ui || f.uiListen != "", f.uiListen, prometheus.NewRegistry(), log)
 			close(finished)
 			announced.Wait()
 			return err
@@ -109,8 +108,8 @@ wait).`,
 	fl := cmd.Flags()
 	fl.StringVarP(&f.config, "config", "c", "", "config file (default: embedded JetStream and the flags below)")
 	fl.StringVar(&f.target, "target", "", "target API base URL (target.base_url)")
-	fl.IntVar(&f.maxInFlight, "max-in-flight", defaultMaxInFlight, "most jobs held at once (worker.max_in_flight)")
-	fl.IntVar(&f.maxInFlight, "concurrency", defaultMaxInFlight, "same as --max-in-flight")
+	fl.IntVar(&f.maxInFlight, "max-in-flight", config.DefaultMaxInFlight, "most jobs held at once (worker.max_in_flight)")
+	fl.IntVar(&f.maxInFlight, "concurrency", config.DefaultMaxInFlight, "same as --max-in-flight")
 	fl.Float64Var(&f.rate, "rate", limiter.DefaultConfig().InitialUnitsPerMinute, "initial rate in units per minute (limiter.initial_units_per_minute)")
 	fl.IntVar(&f.instances, "instances", 1, "processes sharing the budget (limiter.instances)")
 	fl.StringVar(&f.natsURL, "nats-url", "", `NATS server URL, or "embedded" (source.jetstream.url)`)
@@ -126,16 +125,16 @@ wait).`,
 
 // runConfig loads the config file (or the defaults) and applies the flags
 // set on the command line.
-func runConfig(cmd *cobra.Command, f runFlags) (config, error) {
+func runConfig(cmd *cobra.Command, f runFlags) (config.Config, error) {
 	fl := cmd.Flags()
 	if f.config == "" && !fl.Changed("target") {
-		return config{}, errors.New("run: --target URL is required without -c FILE")
+		return config.Config{}, errors.New("run: --target URL is required without -c FILE")
 	}
-	apply := func(c *config) error {
+	apply := func(c *config.Config) error {
 		set := func(flag, path string, fn func()) {
 			if fl.Changed(flag) {
 				fn()
-				delete(c.lines, path) // a problem with it is the flag's, not the file's line
+				delete(c.Lines, path) // a problem with it is the flag's, not the file's line
 			}
 		}
 		set("target", "target.base_url", func() { c.Target.BaseURL = f.target })
@@ -149,33 +148,31 @@ func runConfig(cmd *cobra.Command, f runFlags) (config, error) {
 		return applySourceFlags(c, fl.Changed("nats-url"), f.natsURL, fl.Changed("data-dir"), f.dataDir, fl.Changed("nats-port"), f.natsPort)
 	}
 	if f.config == "" {
-		cfg := defaultConfig()
-		if err := apply(&cfg); err != nil {
-			return cfg, err
-		}
-		return cfg, cfg.validate(&configErrors{lines: cfg.lines}, true)
+		return config.Parse(nil, config.Options{Adjust: apply})
 	}
-	data, err := os.ReadFile(f.config)
-	if err != nil {
-		return config{}, fmt.Errorf("config: %w", err)
-	}
-	return parseConfigWith(data, os.LookupEnv, apply, true)
+	return config.Load(f.config, config.Options{Adjust: apply})
 }
 
 // runWorker wires the source, limiter, target and outputs into a worker and
 // runs it, with the runtime endpoints, until ctx is done and every job it
 // held is settled.
-func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *slog.Logger) error {
-	src, err := cfg.Source.open(ctx, log)
+func runWorker(ctx context.Context, cfg config.Config, ui bool, reg *prometheus.Registry, log *slog.Logger) error {
+	return runWorkerWith(ctx, cfg, ui, "", reg, log)
+}
+
+// runWorkerWith is runWorker with the live page on uiListen, alone, when
+// it is not empty (`sluice run --ui-listen`).
+func runWorkerWith(ctx context.Context, cfg config.Config, ui bool, uiListen string, reg *prometheus.Registry, log *slog.Logger) error {
+	if err := cfg.Check(true); err != nil {
+		return err // a config built in code, not loaded
+	}
+	src, err := openSource(ctx, cfg.Source, log)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
 
-	lcfg, err := cfg.Limiter.config()
-	if err != nil {
-		return err
-	}
+	lcfg := cfg.Limiter.Config
 	share, err := joinShare(ctx, cfg, lcfg, src, reg, log) // limiter.share: nil when static with nothing to remember
 	if err != nil {
 		return err
@@ -194,7 +191,7 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 	if err != nil {
 		return err
 	}
-	hc, err := cfg.httpConfig()
+	hc, err := cfg.HTTPConfig()
 	if err != nil {
 		return err
 	}
@@ -204,7 +201,7 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 	}
 	defer sink.Close()
 
-	results, err := openOutput(ctx, "results", cfg.Results.output(), cfg.Source, src)
+	results, err := openOutput(ctx, "results", cfg.Results.Output(), cfg.Source, src)
 	if err != nil {
 		return err
 	}
@@ -238,7 +235,7 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 		defer shutdownTracing(ctx, tp, log)
 		deps.Tracer = tracing.Tracer(tp)
 	}
-	w, err := worker.New(cfg.workerConfig(sourceAckWait(src)), deps)
+	w, err := worker.New(cfg.WorkerConfig(sourceAckWait(src)), deps)
 	if err != nil {
 		return err
 	}
@@ -247,20 +244,20 @@ func runWorker(ctx context.Context, cfg config, reg *prometheus.Registry, log *s
 		return err
 	}
 
-	cfg.Metrics = withUI(cfg.Metrics, lim, reg, share, w.Config().ID)
+	ops := withUI(opsConfig{Metrics: cfg.Metrics, ui: ui, uiListen: uiListen}, lim, reg, share, w.Config().ID)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return runShare(gctx) })
 	g.Go(func() error {
 		sat.Poll(gctx, time.Second, func() int { return lim.Stats().Queue })
 		return nil
 	})
-	g.Go(func() error { return serveUI(gctx, cfg.Metrics, log) })
+	g.Go(func() error { return serveUI(gctx, ops, log) })
 	g.Go(func() error {
-		return serveOps(gctx, cfg.Metrics, reg, allReady(sourceReady(src), targetResolves(cfg.Target.BaseURL, nil)), log)
+		return serveOps(gctx, ops, reg, allReady(sourceReady(src), targetResolves(cfg.Target.BaseURL, nil)), log)
 	})
 	g.Go(func() error {
 		wcfg := w.Config()
-		log.Info("sluice running", "source", cfg.Source.Kind, "target", cfg.shownTarget(hc),
+		log.Info("sluice running", "source", cfg.Source.Kind, "target", cfg.ShownTarget(hc),
 			"max_in_flight", wcfg.MaxInFlight, "units_per_minute", lcfg.InitialUnitsPerMinute,
 			"limiter", !lcfg.Disabled, "worker_id", wcfg.ID)
 		err := w.Run(gctx)
@@ -283,20 +280,20 @@ func sourceAckWait(src sources.Source) time.Duration {
 }
 
 // openOutput opens the results or dead-letter output; nil for kind none.
-func openOutput(ctx context.Context, section string, o outputConfig, sc sourceConfig, src sources.Source) (sinks.Output, error) {
+func openOutput(ctx context.Context, section string, o config.Output, sc config.Source, src sources.Source) (sinks.Output, error) {
 	switch o.Kind {
-	case outputNone:
+	case config.OutputNone:
 		return nil, nil
-	case outputJSONL:
+	case config.OutputJSONL:
 		out, err := jsonl.New(jsonl.Config{Path: o.Path})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", section, err)
 		}
 		return out, nil
-	case outputNATS:
+	case config.OutputNATS:
 		js, ok := src.(*natsjs.Source)
 		if !ok {
-			return nil, fmt.Errorf("%s.kind: %q needs source.kind %q", section, outputNATS, sourceJetStream)
+			return nil, fmt.Errorf("%s.kind: %q needs source.kind %q", section, config.OutputNATS, config.SourceJetStream)
 		}
 		nc := natsOutputConfig(section, o, js.Config())
 		out, err := natsout.New(ctx, js.JetStream(), nc)
@@ -304,9 +301,9 @@ func openOutput(ctx context.Context, section string, o outputConfig, sc sourceCo
 			return nil, fmt.Errorf("%s: %w", section, err)
 		}
 		return out, nil
-	case outputPubSub:
-		if sc.Kind != sourcePubSub {
-			return nil, fmt.Errorf("%s.kind: %q needs source.kind %q (for the project and credentials)", section, outputPubSub, sourcePubSub)
+	case config.OutputPubSub:
+		if sc.Kind != config.SourcePubSub {
+			return nil, fmt.Errorf("%s.kind: %q needs source.kind %q (for the project and credentials)", section, config.OutputPubSub, config.SourcePubSub)
 		}
 		var opts []option.ClientOption
 		if os.Getenv("PUBSUB_EMULATOR_HOST") == "" && sc.PubSub.CredentialsFile != "" {
@@ -345,7 +342,7 @@ func (o *clientOutput) Close() error {
 // and stream (sluice.dead in SLUICE_DEAD by default), and results on the
 // job subject's sibling "results" (sluice.results) in STREAM_RESULTS. The
 // streams are created when the source sets its own up.
-func natsOutputConfig(section string, o outputConfig, jc natsjs.Config) natsout.Config {
+func natsOutputConfig(section string, o config.Output, jc natsjs.Config) natsout.Config {
 	if section == "dead_letters" {
 		subject := o.Subject
 		if subject == "" {
@@ -372,25 +369,25 @@ var (
 
 // applySourceFlags sets the embedded-server and NATS flags of `sluice run`
 // on the source section.
-func applySourceFlags(c *config, urlSet bool, url string, dirSet bool, dir string, portSet bool, port int) error {
+func applySourceFlags(c *config.Config, urlSet bool, url string, dirSet bool, dir string, portSet bool, port int) error {
 	if !urlSet && !dirSet && !portSet {
 		return nil
 	}
-	if c.Source.Kind != sourceJetStream {
-		return fmt.Errorf("run: --nats-url, --data-dir and --nats-port need source.kind %q, got %q", sourceJetStream, c.Source.Kind)
+	if c.Source.Kind != config.SourceJetStream {
+		return fmt.Errorf("run: --nats-url, --data-dir and --nats-port need source.kind %q, got %q", config.SourceJetStream, c.Source.Kind)
 	}
 	js := &c.Source.JetStream
 	if urlSet {
 		js.URL = url
-		delete(c.lines, "source.jetstream.url")
+		delete(c.Lines, "source.jetstream.url")
 	}
 	if dirSet {
 		js.Embedded.StoreDir = dir
-		delete(c.lines, "source.jetstream.embedded.store_dir")
+		delete(c.Lines, "source.jetstream.embedded.store_dir")
 	}
 	if portSet {
 		js.Embedded.Port = port
-		delete(c.lines, "source.jetstream.embedded.port")
+		delete(c.Lines, "source.jetstream.embedded.port")
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/pstest"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/worker"
 )
@@ -46,11 +47,11 @@ results: {kind: pubsub, topic: results}
 dead_letters: {kind: pubsub, topic: dead}
 metrics: {listen: "off"}
 `, target.URL))
-	cfg, err := loadConfig(file)
+	cfg, err := config.Load(file, config.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := cfg.Source.open(context.Background(), slog.New(slog.DiscardHandler))
+	q, err := openSource(context.Background(), cfg.Source, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

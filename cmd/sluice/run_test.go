@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/worker"
@@ -42,25 +43,25 @@ func startNATS(t *testing.T) string {
 
 // e2eConfig is a config for a worker on natsURL calling target, with short
 // backoffs and no metrics endpoint.
-func e2eConfig(t *testing.T, natsURL, target string) config {
+func e2eConfig(t *testing.T, natsURL, target string) config.Config {
 	t.Helper()
-	cfg := defaultConfig()
+	cfg := config.Default()
 	cfg.Source.JetStream.URL = natsURL
-	cfg.Source.JetStream.FetchWait = limiterDuration(200 * time.Millisecond)
+	cfg.Source.JetStream.FetchWait = time.Duration(200 * time.Millisecond)
 	cfg.Target.BaseURL = target
-	cfg.Target.Timeout = limiterDuration(5 * time.Second)
-	cfg.Metrics.Listen = opsListenOff
-	cfg.Limiter.Enabled = false
-	cfg.Worker.Backoff = backoffConfig{Base: limiterDuration(10 * time.Millisecond), Cap: limiterDuration(50 * time.Millisecond)}
-	cfg.Worker.RejectedDelay = limiterDuration(50 * time.Millisecond)
-	cfg.Worker.MaxRedeliveryDelay = limiterDuration(100 * time.Millisecond)
-	cfg.Worker.ShutdownTimeout = limiterDuration(2 * time.Second)
+	cfg.Target.Timeout = time.Duration(5 * time.Second)
+	cfg.Metrics.Listen = config.OpsListenOff
+	cfg.Limiter.Disabled = true
+	cfg.Worker.Backoff = config.Backoff{Base: time.Duration(10 * time.Millisecond), Cap: time.Duration(50 * time.Millisecond)}
+	cfg.Worker.RejectedDelay = time.Duration(50 * time.Millisecond)
+	cfg.Worker.MaxRedeliveryDelay = time.Duration(100 * time.Millisecond)
+	cfg.Worker.ShutdownTimeout = time.Duration(2 * time.Second)
 	return cfg
 }
 
-func mustValid(t *testing.T, cfg config) config {
+func mustValid(t *testing.T, cfg config.Config) config.Config {
 	t.Helper()
-	if err := cfg.validate(&configErrors{lines: map[string]int{}}, true); err != nil {
+	if err := cfg.Check(true); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
@@ -72,18 +73,23 @@ type running struct {
 	done   chan error
 }
 
-func startRun(t *testing.T, cfg config, log *slog.Logger) *running {
+func startRun(t *testing.T, cfg config.Config, log *slog.Logger) *running {
 	return startRunReg(t, cfg, log, prometheus.NewRegistry())
 }
 
-func startRunReg(t *testing.T, cfg config, log *slog.Logger, reg *prometheus.Registry) *running {
+func startRunReg(t *testing.T, cfg config.Config, log *slog.Logger, reg *prometheus.Registry) *running {
+	return startRunWith(t, cfg, false, log, reg)
+}
+
+// startRunWith is startRunReg with `sluice run --ui` when ui is set.
+func startRunWith(t *testing.T, cfg config.Config, ui bool, log *slog.Logger, reg *prometheus.Registry) *running {
 	t.Helper()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- runWorker(ctx, cfg, reg, log) }()
+	go func() { r.done <- runWorker(ctx, cfg, ui, reg, log) }()
 	t.Cleanup(func() { r.stop(t) })
 	return r
 }
@@ -106,9 +112,9 @@ func (r *running) stop(t *testing.T) {
 }
 
 // client opens a second connection to the queue, as `sluice enqueue` does.
-func client(t *testing.T, cfg config) *natsjs.Source {
+func client(t *testing.T, cfg config.Config) *natsjs.Source {
 	t.Helper()
-	src, err := cfg.Source.JetStream.openJetStream(context.Background(), nil)
+	src, err := openNATSJS(context.Background(), cfg.Source.JetStream, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +176,7 @@ func drained(t *testing.T, src *natsjs.Source) bool {
 }
 
 // deadLetters reads every record of the dead-letter stream.
-func deadLetters(t *testing.T, cfg config, src *natsjs.Source) map[string]worker.DeadLetter {
+func deadLetters(t *testing.T, cfg config.Config, src *natsjs.Source) map[string]worker.DeadLetter {
 	t.Helper()
 	store, err := openDeadLetterStore(context.Background(), cfg, src)
 	if err != nil {
@@ -257,11 +263,11 @@ func TestRunEndToEnd(t *testing.T) {
 
 	cfg := e2eConfig(t, natsURL, target.URL)
 	resultsPath := filepath.Join(t.TempDir(), "results.jsonl")
-	cfg.Results = resultsConfig{Kind: outputJSONL, Path: resultsPath, Headers: []string{"ETag"}}
+	cfg.Results = config.Results{Kind: config.OutputJSONL, Path: resultsPath, Headers: []string{"ETag"}}
 	cfg.Worker.MaxAttempts = 2
 	cfg.Worker.MaxDeliveries = 3
 	cfg.Jobs.Strict = true
-	cfg.Jobs.Types = map[string]jobTypeConfig{"default": {Path: "/items"}, "export": {Method: "PUT", Path: "/exports"}}
+	cfg.Jobs.Types = map[string]config.JobType{"default": {Path: "/items"}, "export": {Method: "PUT", Path: "/exports"}}
 	mustValid(t, cfg)
 
 	q := client(t, cfg)
@@ -431,12 +437,12 @@ func TestRunShutdownLosesNothing(t *testing.T) {
 
 	cfg := e2eConfig(t, natsURL, target.URL)
 	cfg.Worker.MaxInFlight = 200
-	cfg.Worker.ShutdownTimeout = limiterDuration(time.Second)
+	cfg.Worker.ShutdownTimeout = time.Duration(time.Second)
 	// A limiter that lets 40 jobs through at once and then one per
 	// second: most jobs wait in its queue when the worker stops.
-	cfg.Limiter.Enabled = true
+	cfg.Limiter.Disabled = false
 	cfg.Limiter.InitialUnitsPerMinute = 60
-	cfg.Limiter.Burst = limiterDuration(40 * time.Second)
+	cfg.Limiter.Burst = time.Duration(40 * time.Second)
 	mustValid(t, cfg)
 
 	q := client(t, cfg)
@@ -467,7 +473,7 @@ func TestRunShutdownLosesNothing(t *testing.T) {
 	mu.Lock()
 	run = 2
 	mu.Unlock()
-	cfg.Limiter.Enabled = false
+	cfg.Limiter.Disabled = true
 	startRun(t, cfg, nil)
 	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 	for i := range 200 {
@@ -560,7 +566,7 @@ log: {level: debug, format: json}
 	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runWorker(ctx, cfg, reg, log) }()
+	go func() { done <- runWorker(ctx, cfg, false, reg, log) }()
 	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 	cancel()
 	if err := <-done; err != nil {
@@ -633,12 +639,12 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 // loadWithLogs writes src to file, loads it, and returns a logger built
 // from its log section that writes into the returned buffer, so a test can
 // search everything the run logged.
-func loadWithLogs(t *testing.T, file, src string) (config, *slog.Logger, *bytes.Buffer) {
+func loadWithLogs(t *testing.T, file, src string) (config.Config, *slog.Logger, *bytes.Buffer) {
 	t.Helper()
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(file)
+	cfg, err := config.Load(file, config.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

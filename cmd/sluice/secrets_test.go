@@ -15,6 +15,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/sluicehq/sluice/internal/config"
 )
 
 // startAuthNATS starts a JetStream server that requires the credentials
@@ -156,13 +158,13 @@ log: {level: debug, format: json}
 				defer os.WriteFile(tokenFile, []byte(token), 0o600)
 			}
 			refused := ""
-			if wrong, err := loadConfig(file); err != nil {
+			if wrong, err := config.Load(file, config.Options{}); err != nil {
 				refused = err.Error()
 			} else {
-				wrong.Source.JetStream.ConnectTimeout = limiterDuration(2 * time.Second)
+				wrong.Source.JetStream.ConnectTimeout = time.Duration(2 * time.Second)
 				var out bytes.Buffer
 				wlog, _ := newLogger(&syncWriter{w: &out}, "json", "debug")
-				err := runWorker(t.Context(), wrong, prometheus.NewRegistry(), wlog)
+				err := runWorker(t.Context(), wrong, false, prometheus.NewRegistry(), wlog)
 				if err == nil {
 					t.Fatal("a worker with a wrong secret ran")
 				}

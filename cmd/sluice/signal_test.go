@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/config"
 )
 
 // TestSluiceProcess is not a test: it is `sluice` itself, run by the
@@ -113,7 +115,7 @@ worker: {shutdown_timeout: %s}
 metrics: {listen: "off"}
 log: {format: json}
 `, natsURL, target.URL, timeout))
-			cfg, err := loadConfig(file)
+			cfg, err := config.Load(file, config.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/sources"
 )
 
@@ -71,10 +72,10 @@ directory for the time it runs.`,
 
 // runStatusCmd opens the queue once and prints its state, once or, with
 // --watch, until ctx ends.
-func runStatusCmd(ctx context.Context, cfg sourceConfig, o statusOptions, file string, stdout, stderr io.Writer) error {
+func runStatusCmd(ctx context.Context, cfg config.Source, o statusOptions, file string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	src, err := cfg.open(ctx, commandLogger(stderr))
+	src, err := openSource(ctx, cfg, commandLogger(stderr))
 	if err != nil {
 		return err
 	}
@@ -120,8 +121,8 @@ func isTerminal(w io.Writer) bool {
 }
 
 // runStatus prints the state of the source cfg describes, once.
-func runStatus(ctx context.Context, cfg sourceConfig, asJSON bool, stdout, stderr io.Writer) error {
-	if err := cfg.validate(); err != nil {
+func runStatus(ctx context.Context, cfg config.Source, asJSON bool, stdout, stderr io.Writer) error {
+	if err := cfg.Check(); err != nil {
 		return err
 	}
 	return runStatusCmd(ctx, cfg, statusOptions{json: asJSON, interval: defaultStatusInterval}, "", stdout, stderr)

@@ -107,12 +107,12 @@ func TestRunTLSWithCAFile(t *testing.T) {
 	defer target.Close()
 
 	cfg := e2eConfig(t, "nats://"+ns.Addr().String(), target.URL)
-	cfg.Source.JetStream.ConnectTimeout = limiterDuration(3 * time.Second)
+	cfg.Source.JetStream.ConnectTimeout = time.Duration(3 * time.Second)
 	for name, caFile := range map[string]string{"no CA file": "", "another CA": other.caFile} {
 		bad := cfg
 		bad.Source.JetStream.TLS.CAFile = caFile
 		bad = mustValid(t, bad)
-		err := runWorker(t.Context(), bad, prometheus.NewRegistry(), nil)
+		err := runWorker(t.Context(), bad, false, prometheus.NewRegistry(), nil)
 		if err == nil {
 			t.Fatalf("%s: the worker connected", name)
 		}

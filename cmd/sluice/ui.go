@@ -12,6 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/field"
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/web"
 )
@@ -26,11 +28,11 @@ const uiPrefix = "/ui"
 
 // checkUI refuses --ui when the ops endpoints are off: the page has no
 // address to be served on.
-func checkUI(ui bool, uiListen string, ops opsConfig) error {
+func checkUI(ui bool, uiListen string, ops config.Metrics) error {
 	if uiListen != "" {
-		return opsConfig{Listen: uiListen}.validate("--ui-listen")
+		return field.Under("--ui-listen", config.Metrics{Listen: uiListen}.Check())
 	}
-	if ui && ops.Listen == opsListenOff {
+	if ui && ops.Listen == config.OpsListenOff {
 		return errors.New(`--ui: the page is served on metrics.listen, which is "off" (serve it on its own address with --ui-listen ADDR)`)
 	}
 	return nil

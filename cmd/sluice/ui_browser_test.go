@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/browsertest"
 	"github.com/sluicehq/sluice/sim"
@@ -40,13 +41,12 @@ func TestBrowserLivePage(t *testing.T) {
 	target := httptest.NewServer(api)
 	t.Cleanup(target.Close)
 	cfg := e2eConfig(t, startNATS(t), target.URL)
-	cfg.Limiter.Enabled = true
+	cfg.Limiter.Disabled = false
 	cfg.Limiter.InitialUnitsPerMinute = 6000
 	cfg.Metrics.Listen = freeAddr(t)
-	cfg.Metrics.ui = true
 	cfg = mustValid(t, cfg)
 	src := client(t, cfg)
-	startRun(t, cfg, nil)
+	startRunWith(t, cfg, true, nil, prometheus.NewRegistry())
 
 	ctx := browsertest.New(t, browsertest.Desktop, 2*time.Minute)
 	browsertest.Do(t, ctx, "loading the live page", chromedp.Navigate("http://"+cfg.Metrics.Listen+"/ui/"))

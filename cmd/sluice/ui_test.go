@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/web"
 )
@@ -82,14 +83,14 @@ func TestOpsHandlerUI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := opsHandler(defaultOpsConfig(), reg, nil, nil)
+	off := opsHandler(opsConfig{Metrics: config.Default().Metrics}, reg, nil, nil)
 	rec := httptest.NewRecorder()
 	off.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ui/", nil))
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("/ui/ without --ui: %d, want 404", rec.Code)
 	}
 
-	cfg := defaultOpsConfig()
+	cfg := opsConfig{Metrics: config.Default().Metrics}
 	cfg.ui = true
 	cfg = withUI(cfg, lim, reg, nil, "w1")
 	srv := httptest.NewServer(opsHandler(cfg, reg, nil, nil))
@@ -122,10 +123,10 @@ func TestOpsHandlerUI(t *testing.T) {
 		t.Errorf("first frame %s (%v)", data, err)
 	}
 
-	if err := checkUI(true, "", opsConfig{Listen: opsListenOff}); err == nil || !strings.Contains(err.Error(), "--ui") {
+	if err := checkUI(true, "", config.Metrics{Listen: config.OpsListenOff}); err == nil || !strings.Contains(err.Error(), "--ui") {
 		t.Errorf("--ui with metrics.listen off: %v", err)
 	}
-	if err := checkUI(false, "", opsConfig{Listen: opsListenOff}); err != nil {
+	if err := checkUI(false, "", config.Metrics{Listen: config.OpsListenOff}); err != nil {
 		t.Error(err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/field"
 )
 
 // Defaults for the zero fields of Config.
@@ -143,11 +144,11 @@ var droppedUnlessAllowed = []string{"Authorization"}
 // is spelled in the config file. It never prints a header value.
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(field string, value any, rule string) {
-		errs = append(errs, fmt.Errorf("httpapi: %s: must be %s, got %v", field, rule, value))
+	bad := func(name string, value any, rule string) {
+		errs = append(errs, field.Invalid(name, "must be %s, got %v", rule, value))
 	}
 	if c.BaseURL == "" {
-		errs = append(errs, errors.New("httpapi: base_url: required"))
+		errs = append(errs, field.Invalid("base_url", "required"))
 	} else if _, err := parseBaseURL(c.BaseURL); err != nil {
 		errs = append(errs, err)
 	}
@@ -220,22 +221,22 @@ func (c Config) withDefaults() Config {
 func parseBaseURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("httpapi: base_url: must be an absolute http or https URL, got %q", s)
+		return nil, field.Invalid("base_url", "must be an absolute http or https URL, got %q", s)
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("httpapi: base_url: must be an absolute http or https URL, got %q", s)
+		return nil, field.Invalid("base_url", "must be an absolute http or https URL, got %q", s)
 	case u.Host == "" || u.Hostname() == "":
-		return nil, fmt.Errorf("httpapi: base_url: must name a host, got %q", s)
+		return nil, field.Invalid("base_url", "must name a host, got %q", s)
 	case u.User != nil:
 		// Do not echo it: the user info may hold a password.
-		return nil, errors.New("httpapi: base_url: must not carry user info; put credentials in headers")
+		return nil, field.Invalid("base_url", "must not carry user info; put credentials in headers")
 	case u.RawQuery != "" || u.ForceQuery:
-		return nil, fmt.Errorf("httpapi: base_url: must have no query (put it in the job path), got %q", s)
+		return nil, field.Invalid("base_url", "must have no query (put it in the job path), got %q", s)
 	case u.Fragment != "":
-		return nil, fmt.Errorf("httpapi: base_url: must have no fragment, got %q", s)
+		return nil, field.Invalid("base_url", "must have no fragment, got %q", s)
 	case strings.ContainsAny(s, "\\\x00\r\n\t "):
-		return nil, fmt.Errorf("httpapi: base_url: must not contain spaces, backslashes or control characters, got %q", s)
+		return nil, field.Invalid("base_url", "must not contain spaces, backslashes or control characters, got %q", s)
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = strings.TrimRight(u.RawPath, "/")

@@ -76,7 +76,7 @@ var _ slog.LogValuer = Config{}
 // cfg.MaxConns connections to the target.
 func New(cfg Config, opts ...Option) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("httpapi: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	base, err := parseBaseURL(cfg.BaseURL)

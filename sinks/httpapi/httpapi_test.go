@@ -555,7 +555,7 @@ func TestConfigValidate(t *testing.T) {
 		c    httpapi.Config
 		want string
 	}{
-		{httpapi.Config{}, "httpapi: base_url: required"},
+		{httpapi.Config{}, "base_url: required"},
 		{httpapi.Config{BaseURL: "127.0.0.1:8080"}, "base_url: must be an absolute http or https URL"},
 		{httpapi.Config{BaseURL: "ftp://x/"}, "base_url: must be an absolute http or https URL"},
 		{httpapi.Config{BaseURL: "http:///x"}, "base_url: must name a host"},

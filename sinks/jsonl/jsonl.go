@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/sluicehq/sluice/field"
 	"github.com/sluicehq/sluice/sinks"
 )
 
@@ -32,7 +33,7 @@ type Config struct {
 // Validate reports a missing path.
 func (c Config) Validate() error {
 	if c.Path == "" {
-		return errors.New("jsonl: path: required")
+		return field.Invalid("path", "required")
 	}
 	return nil
 }
@@ -58,7 +59,7 @@ var _ sinks.Output = (*Output)(nil)
 // fsynced too, so that the file itself survives a crash.
 func New(cfg Config) (*Output, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("jsonl: %w", err)
 	}
 	_, statErr := os.Stat(cfg.Path)
 	f, err := os.OpenFile(cfg.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)

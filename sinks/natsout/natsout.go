@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sluicehq/sluice/field"
 	"github.com/sluicehq/sluice/sinks"
 )
 
@@ -62,24 +63,24 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Subject == "" {
-		errs = append(errs, errors.New("natsout: subject: required"))
+		errs = append(errs, field.Invalid("subject", "required"))
 	} else if !validSubject(c.Subject) {
-		errs = append(errs, fmt.Errorf("natsout: subject: must be a subject without wildcards or spaces, got %q", c.Subject))
+		errs = append(errs, field.Invalid("subject", "must be a subject without wildcards or spaces, got %q", c.Subject))
 	}
 	if c.Stream != "" && strings.ContainsAny(c.Stream, " \t\r\n.*>/\\") {
-		errs = append(errs, fmt.Errorf("natsout: stream: must be a name without spaces, '.', '*', '>' or slashes, got %q", c.Stream))
+		errs = append(errs, field.Invalid("stream", "must be a name without spaces, '.', '*', '>' or slashes, got %q", c.Stream))
 	}
 	if c.CreateStream && c.Stream == "" {
-		errs = append(errs, errors.New("natsout: stream: required when create_stream is set"))
+		errs = append(errs, field.Invalid("stream", "required when create_stream is set"))
 	}
 	if c.Replicas < 0 || c.Replicas > 5 {
-		errs = append(errs, fmt.Errorf("natsout: replicas: must be in [1, 5] (0 for the default), got %d", c.Replicas))
+		errs = append(errs, field.Invalid("replicas", "must be in [1, 5] (0 for the default), got %d", c.Replicas))
 	}
 	if c.MaxAge < 0 {
-		errs = append(errs, fmt.Errorf("natsout: max_age: must be >= 0, got %v", c.MaxAge))
+		errs = append(errs, field.Invalid("max_age", "must be >= 0, got %v", c.MaxAge))
 	}
 	if c.Duplicates < 0 {
-		errs = append(errs, fmt.Errorf("natsout: duplicates: must be >= 0, got %v", c.Duplicates))
+		errs = append(errs, field.Invalid("duplicates", "must be >= 0, got %v", c.Duplicates))
 	}
 	return errors.Join(errs...)
 }
@@ -110,7 +111,7 @@ var _ sinks.Output = (*Output)(nil)
 // The connection behind js stays the caller's.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Output, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("natsout: %w", err)
 	}
 	if cfg.Replicas == 0 {
 		cfg.Replicas = DefaultReplicas

@@ -221,16 +221,16 @@ func TestConfigValidate(t *testing.T) {
 		c    natsout.Config
 		want string
 	}{
-		{natsout.Config{}, "natsout: subject: required"},
-		{natsout.Config{Subject: "a.*"}, "natsout: subject: must be a subject without wildcards"},
-		{natsout.Config{Subject: "a.>"}, "natsout: subject: must be"},
-		{natsout.Config{Subject: "a..b"}, "natsout: subject: must be"},
-		{natsout.Config{Subject: "a b"}, "natsout: subject: must be"},
-		{natsout.Config{Subject: "a", Stream: "x.y"}, "natsout: stream: must be a name"},
-		{natsout.Config{Subject: "a", CreateStream: true}, "natsout: stream: required when create_stream is set"},
-		{natsout.Config{Subject: "a", Replicas: 7}, "natsout: replicas: must be in [1, 5]"},
-		{natsout.Config{Subject: "a", MaxAge: -1}, "natsout: max_age: must be >= 0"},
-		{natsout.Config{Subject: "a", Duplicates: -1}, "natsout: duplicates: must be >= 0"},
+		{natsout.Config{}, "subject: required"},
+		{natsout.Config{Subject: "a.*"}, "subject: must be a subject without wildcards"},
+		{natsout.Config{Subject: "a.>"}, "subject: must be"},
+		{natsout.Config{Subject: "a..b"}, "subject: must be"},
+		{natsout.Config{Subject: "a b"}, "subject: must be"},
+		{natsout.Config{Subject: "a", Stream: "x.y"}, "stream: must be a name"},
+		{natsout.Config{Subject: "a", CreateStream: true}, "stream: required when create_stream is set"},
+		{natsout.Config{Subject: "a", Replicas: 7}, "replicas: must be in [1, 5]"},
+		{natsout.Config{Subject: "a", MaxAge: -1}, "max_age: must be >= 0"},
+		{natsout.Config{Subject: "a", Duplicates: -1}, "duplicates: must be >= 0"},
 	}
 	for _, tt := range tests {
 		if err := tt.c.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {

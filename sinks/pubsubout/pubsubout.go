@@ -7,7 +7,6 @@ package pubsubout
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/sluicehq/sluice/field"
 	"github.com/sluicehq/sluice/sinks"
 )
 
@@ -40,14 +40,14 @@ type Config struct {
 func (c Config) Validate() error {
 	switch {
 	case c.Topic == "":
-		return errors.New("pubsubout: topic: required")
+		return field.Invalid("topic", "required")
 	case strings.Contains(c.Topic, "/"):
 		parts := strings.Split(c.Topic, "/")
 		if len(parts) != 4 || parts[0] != "projects" || parts[1] == "" || parts[2] != "topics" || parts[3] == "" {
-			return fmt.Errorf("pubsubout: topic: must be an id or projects/PROJECT/topics/ID, got %q", c.Topic)
+			return field.Invalid("topic", "must be an id or projects/PROJECT/topics/ID, got %q", c.Topic)
 		}
 	case strings.ContainsAny(c.Topic, " \t\r\n"):
-		return fmt.Errorf("pubsubout: topic: must not contain spaces, got %q", c.Topic)
+		return field.Invalid("topic", "must not contain spaces, got %q", c.Topic)
 	}
 	return nil
 }
@@ -66,7 +66,7 @@ var _ sinks.Output = (*Output)(nil)
 // missing. The client stays the caller's.
 func New(ctx context.Context, client *pubsub.Client, cfg Config) (*Output, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pubsubout: %w", err)
 	}
 	pub := client.Publisher(cfg.Topic)
 	if cfg.CreateTopic {

@@ -128,11 +128,11 @@ func TestConfigValidate(t *testing.T) {
 		c    Config
 		want string
 	}{
-		{Config{}, "pubsubout: topic: required"},
-		{Config{Topic: "projects/p/subscriptions/s"}, "pubsubout: topic: must be an id or projects/PROJECT/topics/ID"},
-		{Config{Topic: "projects//topics/t"}, "pubsubout: topic: must be"},
-		{Config{Topic: "a/b"}, "pubsubout: topic: must be"},
-		{Config{Topic: "a b"}, "pubsubout: topic: must not contain spaces"},
+		{Config{}, "topic: required"},
+		{Config{Topic: "projects/p/subscriptions/s"}, "topic: must be an id or projects/PROJECT/topics/ID"},
+		{Config{Topic: "projects//topics/t"}, "topic: must be"},
+		{Config{Topic: "a/b"}, "topic: must be"},
+		{Config{Topic: "a b"}, "topic: must not contain spaces"},
 	}
 	for _, tt := range tests {
 		if err := tt.c.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/api/option"
+
+	"github.com/sluicehq/sluice/field"
 )
 
 // Defaults for the zero values of Config.
@@ -78,17 +80,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ConfigError is a Config field that is not valid. Field is the Go name of
-// the field.
-type ConfigError struct {
-	Field  string
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	return "gcppubsub: config: " + e.Field + ": " + e.Reason
-}
-
 // withDefaults returns c with defaults in place of zero values.
 func (c Config) withDefaults() Config {
 	if c.AckDeadline == 0 {
@@ -103,57 +94,58 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports every field that is not valid, each as a *ConfigError,
+// Validate reports every field that is not valid, each as a *field.Error
+// named as in the config file's source.pubsub section ("ack_deadline"),
 // joined with errors.Join.
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)})
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, field.Invalid(name, format, args...))
 	}
 	if c.Project == "" {
-		bad("Project", "must be set")
+		bad("project", "must be set")
 	} else if err := checkProject(c.Project); err != nil {
-		bad("Project", "%v", err)
+		bad("project", "%v", err)
 	}
 	if c.Subscription == "" {
-		bad("Subscription", "must be set")
+		bad("subscription", "must be set")
 	} else if err := checkResource(c.Subscription, "subscriptions"); err != nil {
-		bad("Subscription", "%v", err)
+		bad("subscription", "%v", err)
 	}
 	if c.Topic != "" {
 		if err := checkResource(c.Topic, "topics"); err != nil {
-			bad("Topic", "%v", err)
+			bad("topic", "%v", err)
 		}
 	}
 	if c.DeadLetterTopic != "" {
 		if err := checkResource(c.DeadLetterTopic, "topics"); err != nil {
-			bad("DeadLetterTopic", "%v", err)
+			bad("dead_letter_topic", "%v", err)
 		}
 		if fullName(c.Project, "topics", c.DeadLetterTopic) == fullName(c.Project, "topics", c.Topic) {
-			bad("DeadLetterTopic", "must differ from Topic (%q), or terminated messages come back", c.Topic)
+			bad("dead_letter_topic", "must differ from topic (%q), or terminated messages come back", c.Topic)
 		}
 	}
 	if c.AckDeadline < MinAckDeadline || c.AckDeadline > MaxAckDeadline {
-		bad("AckDeadline", "must be between %v and %v, got %v", MinAckDeadline, MaxAckDeadline, c.AckDeadline)
+		bad("ack_deadline", "must be between %v and %v, got %v", MinAckDeadline, MaxAckDeadline, c.AckDeadline)
 	} else if c.AckDeadline%time.Second != 0 {
-		bad("AckDeadline", "must be whole seconds, got %v", c.AckDeadline)
+		bad("ack_deadline", "must be whole seconds, got %v", c.AckDeadline)
 	}
 	if c.PollInterval < 0 {
-		bad("PollInterval", "must be > 0, got %v", c.PollInterval)
+		bad("poll_interval", "must be > 0, got %v", c.PollInterval)
 	}
 	if c.Setup && c.Topic == "" {
-		bad("Topic", "must be set when Setup is true")
+		bad("topic", "must be set when setup is true")
 	}
 	if c.MaxDeliveryAttempts != 0 {
 		if c.MaxDeliveryAttempts < MinDeliveryAttempts || c.MaxDeliveryAttempts > MaxDeliveryAttempts {
-			bad("MaxDeliveryAttempts", "must be 0 or between %d and %d, got %d", MinDeliveryAttempts, MaxDeliveryAttempts, c.MaxDeliveryAttempts)
+			bad("max_delivery_attempts", "must be 0 or between %d and %d, got %d", MinDeliveryAttempts, MaxDeliveryAttempts, c.MaxDeliveryAttempts)
 		}
 		if c.DeadLetterTopic == "" {
-			bad("MaxDeliveryAttempts", "needs DeadLetterTopic")
+			bad("max_delivery_attempts", "needs dead_letter_topic")
 		}
 		if !c.Setup {
-			bad("MaxDeliveryAttempts", "applies only when Setup creates the subscription; set Setup or configure the policy on the subscription")
+			bad("max_delivery_attempts", "applies only when setup creates the subscription; set setup or configure the policy on the subscription")
 		}
 	}
 	return errors.Join(errs...)

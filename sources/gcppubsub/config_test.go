@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/field"
 )
 
 func TestValidate(t *testing.T) {
@@ -16,34 +18,34 @@ func TestValidate(t *testing.T) {
 		edit  func(*Config)
 		field string
 	}{
-		{"no project", func(c *Config) { c.Project = "" }, "Project"},
-		{"project with slash", func(c *Config) { c.Project = "a/b" }, "Project"},
-		{"no subscription", func(c *Config) { c.Subscription = "" }, "Subscription"},
-		{"short subscription", func(c *Config) { c.Subscription = "ab" }, "Subscription"},
-		{"subscription with digit first", func(c *Config) { c.Subscription = "1abc" }, "Subscription"},
-		{"subscription goog", func(c *Config) { c.Subscription = "google-x" }, "Subscription"},
-		{"subscription bad char", func(c *Config) { c.Subscription = "ab c" }, "Subscription"},
-		{"subscription wrong kind", func(c *Config) { c.Subscription = "projects/p/topics/abc" }, "Subscription"},
-		{"topic malformed full name", func(c *Config) { c.Topic = "projects/p/topics" }, "Topic"},
-		{"dead letter same as topic", func(c *Config) { c.DeadLetterTopic = "projects/sluice-test/topics/jobs" }, "DeadLetterTopic"},
-		{"ack deadline too long", func(c *Config) { c.AckDeadline = 601 * time.Second }, "AckDeadline"},
-		{"ack deadline negative", func(c *Config) { c.AckDeadline = -time.Second }, "AckDeadline"},
-		{"ack deadline fraction", func(c *Config) { c.AckDeadline = 1500 * time.Millisecond }, "AckDeadline"},
-		{"poll interval negative", func(c *Config) { c.PollInterval = -1 }, "PollInterval"},
-		{"setup without topic", func(c *Config) { c.Setup, c.Topic = true, "" }, "Topic"},
-		{"attempts out of range", func(c *Config) { c.Setup, c.MaxDeliveryAttempts = true, 4 }, "MaxDeliveryAttempts"},
-		{"attempts over 100", func(c *Config) { c.Setup, c.MaxDeliveryAttempts = true, 101 }, "MaxDeliveryAttempts"},
-		{"attempts without dead letter", func(c *Config) { c.Setup, c.MaxDeliveryAttempts, c.DeadLetterTopic = true, 5, "" }, "MaxDeliveryAttempts"},
-		{"attempts without setup", func(c *Config) { c.MaxDeliveryAttempts = 5 }, "MaxDeliveryAttempts"},
+		{"no project", func(c *Config) { c.Project = "" }, "project"},
+		{"project with slash", func(c *Config) { c.Project = "a/b" }, "project"},
+		{"no subscription", func(c *Config) { c.Subscription = "" }, "subscription"},
+		{"short subscription", func(c *Config) { c.Subscription = "ab" }, "subscription"},
+		{"subscription with digit first", func(c *Config) { c.Subscription = "1abc" }, "subscription"},
+		{"subscription goog", func(c *Config) { c.Subscription = "google-x" }, "subscription"},
+		{"subscription bad char", func(c *Config) { c.Subscription = "ab c" }, "subscription"},
+		{"subscription wrong kind", func(c *Config) { c.Subscription = "projects/p/topics/abc" }, "subscription"},
+		{"topic malformed full name", func(c *Config) { c.Topic = "projects/p/topics" }, "topic"},
+		{"dead letter same as topic", func(c *Config) { c.DeadLetterTopic = "projects/sluice-test/topics/jobs" }, "dead_letter_topic"},
+		{"ack deadline too long", func(c *Config) { c.AckDeadline = 601 * time.Second }, "ack_deadline"},
+		{"ack deadline negative", func(c *Config) { c.AckDeadline = -time.Second }, "ack_deadline"},
+		{"ack deadline fraction", func(c *Config) { c.AckDeadline = 1500 * time.Millisecond }, "ack_deadline"},
+		{"poll interval negative", func(c *Config) { c.PollInterval = -1 }, "poll_interval"},
+		{"setup without topic", func(c *Config) { c.Setup, c.Topic = true, "" }, "topic"},
+		{"attempts out of range", func(c *Config) { c.Setup, c.MaxDeliveryAttempts = true, 4 }, "max_delivery_attempts"},
+		{"attempts over 100", func(c *Config) { c.Setup, c.MaxDeliveryAttempts = true, 101 }, "max_delivery_attempts"},
+		{"attempts without dead letter", func(c *Config) { c.Setup, c.MaxDeliveryAttempts, c.DeadLetterTopic = true, 5, "" }, "max_delivery_attempts"},
+		{"attempts without setup", func(c *Config) { c.MaxDeliveryAttempts = 5 }, "max_delivery_attempts"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok
 			tc.edit(&c)
 			err := c.Validate()
-			var ce *ConfigError
-			if !errors.As(err, &ce) || ce.Field != tc.field {
-				t.Fatalf("Validate() = %v, want a ConfigError on %s", err, tc.field)
+			var fe *field.Error
+			if !errors.As(err, &fe) || fe.Field != tc.field {
+				t.Fatalf("Validate() = %v, want a *field.Error on %s", err, tc.field)
 			}
 			if n := len(err.(interface{ Unwrap() []error }).Unwrap()); n != 1 {
 				t.Errorf("Validate() reported %d problems, want 1: %v", n, err)

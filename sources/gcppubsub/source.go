@@ -79,7 +79,7 @@ var (
 // the subscription that do not exist yet.
 func Open(ctx context.Context, cfg Config) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gcppubsub: config: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	client, err := pubsub.NewClient(ctx, cfg.Project, cfg.ClientOptions...)

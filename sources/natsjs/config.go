@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/field"
 )
 
 // Embedded is the Config.URL that starts an in-process server.
@@ -202,77 +204,24 @@ func DeadLetterSubjectFor(subject string) string {
 	return subject[:i] + ".dead"
 }
 
-// Validate reports the first invalid field, after defaults are applied.
-// Field names are those of the config file section.
+// Validate reports every invalid field, after defaults are applied, each as
+// a *field.Error named as in the config file's source.jetstream section.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("jetstream: %s: "+format, append([]any{field}, args...)...)
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, field.Invalid(name, format, args...))
 	}
 	if c.URL == Embedded {
 		if c.Embedded.Port < RandomPort || c.Embedded.Port > 65535 {
-			return bad("embedded.port", "must be -1 (random), 0 (default 4222) or a port number, got %d", c.Embedded.Port)
+			bad("embedded.port", "must be -1 (random), 0 (default 4222) or a port number, got %d", c.Embedded.Port)
 		}
 	} else if !strings.Contains(c.URL, "://") && !strings.Contains(c.URL, ":") {
-		return bad("url", "must be %q or a nats://host:port URL, got %q", Embedded, c.URL)
+		bad("url", "must be %q or a nats://host:port URL, got %q", Embedded, c.URL)
 	}
-	if err := checkName(c.Stream); err != nil {
-		return bad("stream", "%v", err)
-	}
-	if err := checkName(c.Consumer); err != nil {
-		return bad("consumer", "%v", err)
-	}
-	if err := checkName(c.DeadLetterStream); err != nil {
-		return bad("dead_letter_stream", "%v", err)
-	}
-	if c.DeadLetterStream == c.Stream {
-		return bad("dead_letter_stream", "must differ from stream %q", c.Stream)
-	}
-	for i, s := range c.Subjects {
-		if err := checkSubject(s, true); err != nil {
-			return bad(fmt.Sprintf("subjects[%d]", i), "%v", err)
-		}
-	}
-	if err := checkSubject(c.PublishSubject, false); err != nil {
-		return bad("publish_subject", "%v", err)
-	}
-	if err := checkSubject(c.DeadLetterSubject, false); err != nil {
-		return bad("dead_letter_subject", "%v", err)
-	}
-	covered := false
-	for _, s := range c.Subjects {
-		covered = covered || subjectMatches(s, c.PublishSubject)
-	}
-	if !covered {
-		return bad("publish_subject", "%q is not matched by the stream subjects %q", c.PublishSubject, c.Subjects)
-	}
-	for _, s := range c.Subjects {
-		if subjectMatches(s, c.DeadLetterSubject) {
-			return bad("dead_letter_subject", "%q is matched by the stream subject %q; dead letters would be queued as jobs", c.DeadLetterSubject, s)
-		}
-	}
-	switch {
-	case c.AckWait < time.Second:
-		return bad("ack_wait", "must be >= 1s, got %s", c.AckWait)
-	case c.MaxDeliver < 0:
-		return bad("max_deliver", "must be >= 0 (0: no limit), got %d", c.MaxDeliver)
-	case c.MaxAckPending < 0:
-		return bad("max_ack_pending", "must be >= 0, got %d", c.MaxAckPending)
-	case c.DuplicateWindow < 0:
-		return bad("duplicate_window", "must be >= 0, got %s", c.DuplicateWindow)
-	case c.FetchWait < 10*time.Millisecond:
-		return bad("fetch_wait", "must be >= 10ms, got %s", c.FetchWait)
-	case c.ConnectTimeout < 0:
-		return bad("connect_timeout", "must be >= 0, got %s", c.ConnectTimeout)
-	}
-	for i, d := range c.Backoff {
-		if d < time.Second {
-			return bad(fmt.Sprintf("backoff[%d]", i), "must be >= 1s, got %s", d)
-		}
-	}
-	if len(c.Backoff) > 0 && c.MaxDeliver > 0 && c.MaxDeliver < len(c.Backoff) {
-		return bad("max_deliver", "must be 0 or at least the %d backoff values, got %d", len(c.Backoff), c.MaxDeliver)
-	}
+	c.validateNames(bad)
+	c.validateSubjects(bad)
+	c.validateDurations(bad)
 	n := 0
 	for _, set := range []bool{c.Auth.CredsFile != "", c.Auth.NKeySeedFile != "", c.Auth.User != "" || c.Auth.Password != "", c.Auth.Token != ""} {
 		if set {
@@ -280,12 +229,85 @@ func (c Config) Validate() error {
 		}
 	}
 	if n > 1 {
-		return bad("auth", "set only one of creds_file, nkey_seed_file, user/password, token")
+		bad("auth", "set only one of creds_file, nkey_seed_file, user/password, token")
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		return bad("tls", "cert_file and key_file go together")
+		bad("tls", "cert_file and key_file go together")
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+type badFunc func(name, format string, args ...any)
+
+func (c Config) validateNames(bad badFunc) {
+	for _, f := range []struct{ name, v string }{
+		{"stream", c.Stream}, {"consumer", c.Consumer}, {"dead_letter_stream", c.DeadLetterStream},
+	} {
+		if err := checkName(f.v); err != nil {
+			bad(f.name, "%v", err)
+		}
+	}
+	if c.DeadLetterStream == c.Stream {
+		bad("dead_letter_stream", "must differ from stream %q", c.Stream)
+	}
+}
+
+func (c Config) validateSubjects(bad badFunc) {
+	for i, s := range c.Subjects {
+		if err := checkSubject(s, true); err != nil {
+			bad(fmt.Sprintf("subjects[%d]", i), "%v", err)
+		}
+	}
+	if err := checkSubject(c.PublishSubject, false); err != nil {
+		bad("publish_subject", "%v", err)
+	} else {
+		covered := false
+		for _, s := range c.Subjects {
+			covered = covered || subjectMatches(s, c.PublishSubject)
+		}
+		if !covered {
+			bad("publish_subject", "%q is not matched by the stream subjects %q", c.PublishSubject, c.Subjects)
+		}
+	}
+	if err := checkSubject(c.DeadLetterSubject, false); err != nil {
+		bad("dead_letter_subject", "%v", err)
+		return
+	}
+	for _, s := range c.Subjects {
+		if subjectMatches(s, c.DeadLetterSubject) {
+			bad("dead_letter_subject", "%q is matched by the stream subject %q; dead letters would be queued as jobs", c.DeadLetterSubject, s)
+			break
+		}
+	}
+}
+
+func (c Config) validateDurations(bad badFunc) {
+	if c.AckWait < time.Second {
+		bad("ack_wait", "must be >= 1s, got %s", c.AckWait)
+	}
+	if c.MaxDeliver < 0 {
+		bad("max_deliver", "must be >= 0 (0: no limit), got %d", c.MaxDeliver)
+	}
+	if c.MaxAckPending < 0 {
+		bad("max_ack_pending", "must be >= 0, got %d", c.MaxAckPending)
+	}
+	if c.DuplicateWindow < 0 {
+		bad("duplicate_window", "must be >= 0, got %s", c.DuplicateWindow)
+	}
+	if c.FetchWait < 10*time.Millisecond {
+		bad("fetch_wait", "must be >= 10ms, got %s", c.FetchWait)
+	}
+	if c.ConnectTimeout < 0 {
+		bad("connect_timeout", "must be >= 0, got %s", c.ConnectTimeout)
+	}
+	for i, d := range c.Backoff {
+		if d < time.Second {
+			bad(fmt.Sprintf("backoff[%d]", i), "must be >= 1s, got %s", d)
+		}
+	}
+	if len(c.Backoff) > 0 && c.MaxDeliver > 0 && c.MaxDeliver < len(c.Backoff) {
+		bad("max_deliver", "must be 0 or at least the %d backoff values, got %d", len(c.Backoff), c.MaxDeliver)
+	}
 }
 
 func checkName(s string) error {

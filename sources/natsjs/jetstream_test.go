@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/sluicehq/sluice/field"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/sources/sourcetest"
@@ -346,7 +348,7 @@ func TestValidate(t *testing.T) {
 		{natsjs.Config{PublishSubject: "other.jobs"}, "publish_subject"},
 	} {
 		err := c.cfg.Validate()
-		if err == nil || !strings.Contains(err.Error(), "jetstream: "+c.field+":") {
+		if !slices.ContainsFunc(field.Flatten(err), func(fe *field.Error) bool { return fe.Field == c.field }) {
 			t.Errorf("Validate(%+v) = %v, want an error naming %s", c.cfg, err, c.field)
 		}
 	}

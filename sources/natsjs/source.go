@@ -56,7 +56,7 @@ var (
 // instead of starting a second one.
 func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	if log == nil {

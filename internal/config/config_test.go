@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/field"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -19,16 +21,16 @@ func envOf(m map[string]string) func(string) (string, bool) {
 const minimalConfig = "target:\n  base_url: http://127.0.0.1:8080\n"
 
 func TestParseConfigMinimal(t *testing.T) {
-	cfg, err := parseConfig([]byte(minimalConfig), envOf(nil))
+	cfg, err := parseEnv([]byte(minimalConfig), envOf(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := defaultConfig()
+	want := Default()
 	if cfg.Worker != want.Worker || cfg.Limiter != want.Limiter || cfg.Jobs.Envelope != "json" ||
 		cfg.Jobs.MaxEnvelopeBytes != 1<<20 || cfg.Metrics != want.Metrics || cfg.DeadLetters.Kind != "nats" {
 		t.Errorf("defaults not kept: %+v", cfg)
 	}
-	wc := cfg.workerConfig(30 * time.Second)
+	wc := cfg.WorkerConfig(30 * time.Second)
 	if wc.MaxAttempts != 4 || wc.MaxDeliveries != 10 || wc.MaxRedeliveryDelay != 10*time.Minute ||
 		wc.BackoffBase != time.Second || wc.BackoffCap != 30*time.Second || wc.ShutdownTimeout != 30*time.Second {
 		t.Errorf("worker config = %+v", wc)
@@ -68,7 +70,7 @@ dead_letters:
 log: {format: json, level: debug}
 metrics: {listen: "off"}
 `
-	cfg, err := parseConfig([]byte(src), envOf(map[string]string{"API_URL": "http://127.0.0.1:9000/v1", "API_TOKEN": "s3cr3t-t0ken", "CONC": "8"}))
+	cfg, err := parseEnv([]byte(src), envOf(map[string]string{"API_URL": "http://127.0.0.1:9000/v1", "API_TOKEN": "s3cr3t-t0ken", "CONC": "8"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,12 +83,12 @@ metrics: {listen: "off"}
 	if cfg.Worker.MaxInFlight != 8 || time.Duration(cfg.Worker.Backoff.Base) != 500*time.Millisecond {
 		t.Errorf("worker = %+v", cfg.Worker)
 	}
-	wc := cfg.workerConfig(time.Minute)
+	wc := cfg.WorkerConfig(time.Minute)
 	if wc.Jobs.Types["export"] != (worker.JobType{Method: "PUT", Path: "/exports", Cost: 5}) ||
 		wc.Jobs.Types["ping"] != (worker.JobType{Path: "/ping", Cost: 1}) || !wc.Jobs.Strict || !wc.Jobs.TrustJobCost {
 		t.Errorf("jobs = %+v", wc.Jobs)
 	}
-	hc, err := cfg.httpConfig()
+	hc, err := cfg.HTTPConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +124,11 @@ func TestParseConfigErrors(t *testing.T) {
 		{"zero max_attempts", minimalConfig + "worker:\n  max_attempts: 0\n",
 			nil, `config: worker.max_attempts: must be > 0, got 0 (line 4)`},
 		{"cap below base", minimalConfig + "worker:\n  backoff:\n    base: 10s\n    cap: 1s\n",
-			nil, `config: worker.backoff.cap: must be >= worker.backoff.base (10s), got 1s (line 6)`},
+			nil, `config: worker.backoff.cap: must be >= backoff.base (10s), got 1s (line 6)`},
 		{"bad envelope", minimalConfig + "jobs:\n  envelope: xml\n",
 			nil, `config: jobs.envelope: must be "json" or "raw", got "xml" (line 4)`},
 		{"negative type cost", minimalConfig + "jobs:\n  types:\n    export:\n      cost: -2\n",
-			nil, `config: jobs.types.export.cost: must be a number >= 0, got -2 (line 6)`},
+			nil, `config: jobs.types.export.cost: must be a number from 0 to 1e+12, got -2 (line 6)`},
 		{"type path leaves the target", minimalConfig + "jobs:\n  types:\n    x:\n      path: //evil.example/\n",
 			nil, `config: jobs.types.x.path: must be a path starting with a single "/", got "//evil.example/" (line 6)`},
 		{"missing base_url", "worker:\n  max_in_flight: 3\n",
@@ -138,7 +140,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad output kind", minimalConfig + "results:\n  kind: kafka\n",
 			nil, `config: results.kind: must be one of none, nats, pubsub, jsonl, got "kafka" (line 4)`},
 		{"jsonl without path", minimalConfig + "dead_letters:\n  kind: jsonl\n",
-			nil, `config: dead_letters.path: required when dead_letters.kind is "jsonl" (line 3)`},
+			nil, `config: dead_letters.path: required (line 3)`},
 		{"bad log format", minimalConfig + "log:\n  format: xml\n",
 			nil, `config: log.format: must be "auto", "text" or "json", got "xml" (line 4)`},
 		{"bad metrics listen", minimalConfig + "metrics:\n  listen: nowhere\n",
@@ -161,7 +163,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseConfig([]byte(tt.src), envOf(tt.env))
+			_, err := parseEnv([]byte(tt.src), envOf(tt.env))
 			if err == nil {
 				t.Fatalf("no error, want %q", tt.want)
 			}
@@ -174,7 +176,7 @@ func TestParseConfigErrors(t *testing.T) {
 
 func TestParseConfigCollectsEveryError(t *testing.T) {
 	src := minimalConfig + "worker:\n  max_attempts: 0\n  max_deliveries: -1\nlog:\n  level: loud\n"
-	_, err := parseConfig([]byte(src), envOf(nil))
+	_, err := parseEnv([]byte(src), envOf(nil))
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -196,7 +198,7 @@ func TestParseConfigNeverPrintsSecrets(t *testing.T) {
 		"target:\n  base_url: http://127.0.0.1/\nworker:\n  id: ${TOKEN}\n  max_in_flight: ${TOKEN}\n",
 	}
 	for _, src := range srcs {
-		_, err := parseConfig([]byte(src), envOf(map[string]string{"TOKEN": token}))
+		_, err := parseEnv([]byte(src), envOf(map[string]string{"TOKEN": token}))
 		if err == nil {
 			t.Fatalf("config %q: no error", src)
 		}
@@ -232,24 +234,24 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseConfig(data, envOf(nil))
+	cfg, err := parseEnv(data, envOf(nil))
 	if err != nil {
 		t.Fatalf("config.example.yaml: %v", err)
 	}
 	var missing []string
-	walkFields("", reflect.TypeFor[config](), func(path string) {
-		if _, ok := cfg.lines[path]; !ok {
+	walkFields("", reflect.TypeFor[Config](), func(path string) {
+		if _, ok := cfg.Lines[path]; !ok {
 			missing = append(missing, path)
 		}
 	})
 	if len(missing) > 0 {
 		t.Errorf("config.example.yaml does not show: %s", strings.Join(missing, ", "))
 	}
-	def := defaultConfig()
+	def := Default()
 	if cfg.Worker != def.Worker || cfg.Limiter != def.Limiter || cfg.Metrics != def.Metrics || cfg.Log != def.Log {
 		t.Errorf("config.example.yaml shows values that are not the defaults:\nworker %+v\nlimiter %+v", cfg.Worker, cfg.Limiter)
 	}
-	if string(exampleConfig()) != string(data) {
+	if string(sluice.ExampleConfig) != string(data) {
 		t.Errorf("the embedded example differs from config.example.yaml")
 	}
 }
@@ -263,8 +265,8 @@ func walkFields(prefix string, t reflect.Type, fn func(string)) {
 		if tag == "" || tag == "-" {
 			continue
 		}
-		p := joinPath(prefix, tag)
-		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
+		p := field.Join(prefix, tag)
+		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[time.Duration]() {
 			walkFields(p, f.Type, fn)
 			continue
 		}
@@ -282,7 +284,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, err := parseConfig(data, envOf(map[string]string{"X": "secretvalue"}))
+		_, err := parseEnv(data, envOf(map[string]string{"X": "secretvalue"}))
 		if err == nil {
 			return
 		}
@@ -295,4 +297,9 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("error shows an environment value: %v", err)
 		}
 	})
+}
+
+// parseEnv parses a config file with lookup as the environment.
+func parseEnv(data []byte, lookup func(string) (string, bool)) (Config, error) {
+	return Parse(data, Options{Lookup: lookup})
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -34,7 +34,7 @@ func TestConfigCountBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseConfig([]byte(minimalConfig+tt.src), envOf(nil))
+			_, err := Parse([]byte(minimalConfig+tt.src), Options{Lookup: envOf(nil)})
 			if err == nil {
 				t.Fatalf("no error, want %q", tt.want)
 			}
@@ -47,7 +47,7 @@ func TestConfigCountBounds(t *testing.T) {
 		})
 	}
 	// Whole numbers written as floats are integers.
-	if _, err := parseConfig([]byte(minimalConfig+"worker:\n  max_in_flight: 64.0\n"), envOf(nil)); err != nil {
+	if _, err := Parse([]byte(minimalConfig+"worker:\n  max_in_flight: 64.0\n"), Options{Lookup: envOf(nil)}); err != nil {
 		t.Errorf("max_in_flight: 64.0: %v", err)
 	}
 }
@@ -61,13 +61,13 @@ func TestConfigTypeCostBound(t *testing.T) {
 		{"limiter:\n  max_units_per_minute: 600\n  max_wait: 10s\njobs:\n  types:\n    x:\n      cost: 101\n",
 			`config: jobs.types.x.cost: must be <= the limiter's cost bound 100 (max_units_per_minute / instances over max_wait), got 101 (line 9)`},
 	} {
-		_, err := parseConfig([]byte(minimalConfig+tt.src), envOf(nil))
+		_, err := Parse([]byte(minimalConfig+tt.src), Options{Lookup: envOf(nil)})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("error:\n%v\nwant it to contain:\n%s", err, tt.want)
 		}
 	}
 	ok := minimalConfig + "limiter:\n  max_units_per_minute: 600\n  max_wait: 10s\njobs:\n  types:\n    x:\n      cost: 100\n"
-	if _, err := parseConfig([]byte(ok), envOf(nil)); err != nil {
+	if _, err := Parse([]byte(ok), Options{Lookup: envOf(nil)}); err != nil {
 		t.Errorf("a cost at the bound: %v", err)
 	}
 }

@@ -1,0 +1,135 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicehq/sluice/field"
+	"github.com/sluicehq/sluice/internal/schema"
+	"github.com/sluicehq/sluice/sinks/httpapi"
+)
+
+// Options adjust a load.
+type Options struct {
+	// Lookup reads an environment variable; nil is os.LookupEnv.
+	Lookup func(string) (string, bool)
+	// Adjust runs after decoding and before the checks: the command-line
+	// flags that replace the file's values. It should delete the Lines of
+	// what it sets (a problem with it is the flag's, not the file's line).
+	Adjust func(*Config) error
+	// NoTarget leaves target.base_url optional: the commands that do not
+	// call the target (enqueue, status, dlq) do not need it.
+	NoTarget bool
+}
+
+// Load reads and checks a config file.
+func Load(path string, o Options) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return Parse(data, o)
+}
+
+// Parse decodes a config file on top of the defaults, expands environment
+// references, applies o.Adjust and checks every field: exactly what `sluice
+// run` checks before it opens anything. The error lists every problem, one
+// per line, each a *Problem; it never holds a secret value.
+func Parse(data []byte, o Options) (Config, error) {
+	if o.Lookup == nil {
+		o.Lookup = os.LookupEnv
+	}
+	cfg := Default()
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return cfg, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var errs []error
+	if doc.Kind != 0 && len(doc.Content) > 0 {
+		errs = append(errs, expand(doc.Content[0], o.Lookup, "", &cfg.Secrets))
+		errs = append(errs, schema.Decode("", fromYAML(doc.Content[0]), &cfg, cfg.Lines))
+	}
+	for _, v := range cfg.Target.Headers {
+		cfg.Secrets = append(cfg.Secrets, v)
+	}
+	auth := cfg.Source.JetStream.Auth
+	cfg.Secrets = append(cfg.Secrets, auth.Password, auth.Token)
+	if _, set := cfg.Lines["dead_letters.kind"]; !set && cfg.Source.Kind == SourcePubSub {
+		// Pub/Sub has no "subject next to the stream": without a
+		// dead_letters section, the source's own dead_letter_topic keeps
+		// the records (see source.pubsub.dead_letter_topic).
+		cfg.DeadLetters.Kind = OutputNone
+	}
+	if o.Adjust != nil {
+		if err := o.Adjust(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	errs = append(errs, cfg.Check(!o.NoTarget))
+	return cfg, cfg.problems(errors.Join(errs...))
+}
+
+// Problem is one config value that breaks a rule: its path in the file, the
+// rule, and the line it was set on (0 when it was not set in the file).
+type Problem struct {
+	Field  string
+	Reason string
+	Line   int
+}
+
+func (p *Problem) Error() string {
+	msg := "config: " + p.Field + ": " + p.Reason
+	if p.Field == "" {
+		msg = "config: " + p.Reason
+	}
+	if p.Line > 0 {
+		msg += fmt.Sprintf(" (line %d)", p.Line)
+	}
+	return msg
+}
+
+// problems turns the field errors of err into Problems with their lines,
+// with every secret redacted.
+func (c *Config) problems(err error) error {
+	list := field.Flatten(err)
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]error, len(list))
+	for i, fe := range list {
+		out[i] = &Problem{
+			Field:  fe.Field,
+			Reason: redact(fe.Reason, c.Secrets),
+			Line:   schema.Lines(c.Lines).LineOf(fe.Field),
+		}
+	}
+	return errors.Join(out...)
+}
+
+// ShownTarget is target.base_url as logs show it: "[redacted]" when a value
+// read from the environment is in it (like a header value), else
+// scheme://host[:port] with the path redacted unless target.log_url_path
+// (hc is the section converted by HTTPConfig).
+func (c *Config) ShownTarget(hc httpapi.Config) string {
+	if redact(c.Target.BaseURL, c.Secrets) != c.Target.BaseURL {
+		return "[redacted]"
+	}
+	return hc.ShownBaseURL()
+}
+
+// redact hides every secret of 4 bytes or more in s.
+func redact(s string, secrets []string) string {
+	sorted := append([]string(nil), secrets...)
+	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
+	for _, v := range sorted {
+		if len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
+}

@@ -1,0 +1,84 @@
+package config
+
+import (
+	"errors"
+	"net/url"
+	"time"
+
+	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/field"
+	"github.com/sluicehq/sluice/limiter"
+)
+
+// Share modes accepted in limiter.share.mode.
+const (
+	ShareStatic  = "static"  // limiter.instances, fixed
+	ShareMembers = "members" // N = live heartbeats in the bucket
+	ShareLeases  = "leases"  // capacity partitions leased in the bucket
+)
+
+// Share is the `limiter.share:` section: how the workers sharing one budget
+// find their share of it. See docs/scaling.md.
+type Share struct {
+	Mode       string        `yaml:"mode"`       // static (default), members or leases
+	Bucket     string        `yaml:"bucket"`     // KV bucket; default sluice_<target host>
+	TTL        time.Duration `yaml:"ttl"`        // default 15s
+	Partitions int           `yaml:"partitions"` // leases: default 16
+	// NATSURL is the coordination server; default: the JetStream source's
+	// own connection. Required with source.kind pubsub.
+	NATSURL string `yaml:"nats_url"`
+	// Remember is how long the fleet's rate is remembered in the bucket
+	// after the last worker ran on it; default 1h.
+	Remember time.Duration `yaml:"remember"`
+}
+
+func defaultShare() Share {
+	return Share{Mode: ShareStatic, TTL: cluster.DefaultTTL, Partitions: cluster.DefaultPartitions, Remember: limiter.DefaultRemember}
+}
+
+// check checks the section against the rest of the config; paths are the
+// file's, from the root.
+func (s Share) check(c *Config) error {
+	var errs []error
+	if s.Remember < 0 {
+		errs = append(errs, field.Invalid("limiter.share.remember", "must be >= 0s, got %v", s.Remember))
+	}
+	switch s.Mode {
+	case ShareStatic:
+		return errors.Join(errs...)
+	case ShareMembers, ShareLeases:
+	default:
+		return errors.Join(append(errs, field.Invalid("limiter.share.mode", "must be %q, %q or %q, got %q", ShareStatic, ShareMembers, ShareLeases, s.Mode))...)
+	}
+	if c.Limiter.Instances != 1 {
+		errs = append(errs, field.Invalid("limiter.instances", "must be 1 with limiter.share.mode %q (the count is live), got %d", s.Mode, c.Limiter.Instances))
+	}
+	if s.NATSURL == "" && c.Source.Kind != SourceJetStream {
+		errs = append(errs, field.Invalid("limiter.share.nats_url", "required with source.kind %q (a NATS server to coordinate through)", c.Source.Kind))
+	}
+	if s.NATSURL != "" {
+		if u, err := url.Parse(s.NATSURL); err != nil || u.Host == "" {
+			errs = append(errs, field.Invalid("limiter.share.nats_url", "must be a URL such as nats://127.0.0.1:4222"))
+		}
+	}
+	errs = append(errs, field.Under("limiter.share", s.Lib(c.Target.BaseURL, c.Worker.ID).Validate()))
+	return errors.Join(errs...)
+}
+
+// BucketName is the bucket: as configured, or named after the budget, the
+// target's host ("sluice_api_example_com").
+func (s Share) BucketName(target string) string {
+	if s.Bucket != "" {
+		return s.Bucket
+	}
+	host := "share"
+	if u, err := url.Parse(target); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	return "sluice_" + cluster.BucketName(host)
+}
+
+// Lib is the cluster library's Config for a worker of this budget.
+func (s Share) Lib(target, id string) cluster.Config {
+	return cluster.Config{Bucket: s.BucketName(target), ID: id, TTL: s.TTL, Partitions: s.Partitions}
+}
