@@ -298,8 +298,8 @@ func (d *decoder) scalar(path string, n *Node, v reflect.Value, negated bool) {
 		}
 		v.SetBool(b != negated)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, v.Type().Bits())
-		if n.Type != Int || err != nil {
+		i, ok := parseInt(n, v.Type().Bits())
+		if !ok {
 			bad()
 			return
 		}
@@ -321,6 +321,24 @@ func (d *decoder) scalar(path string, n *Node, v reflect.Value, negated bool) {
 	default:
 		d.fail(path, n, "cannot be decoded (a %s)", v.Type())
 	}
+}
+
+// parseInt reads an integer, or a number without a fraction ("1e3", "2.0");
+// a fraction is an error, never truncated.
+func parseInt(n *Node, bits int) (int64, bool) {
+	if n.Type == Int {
+		i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, bits)
+		return i, err == nil
+	}
+	f, ok := parseFloat(n)
+	if !ok || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	i := int64(f)
+	if bits < 64 && (i >= 1<<(bits-1) || i < -(1<<(bits-1))) {
+		return 0, false
+	}
+	return i, true
 }
 
 // parseFloat reads an integer or a number, YAML's .inf and .nan included.
