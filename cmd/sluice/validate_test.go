@@ -57,8 +57,8 @@ func TestValidateRejectsWhatRunRejects(t *testing.T) {
 			}
 			out, err := runCLI(t, "config", "validate", "-c", file)
 			var ee *exitError
-			if !errors.As(err, &ee) || ee.code != 1 {
-				t.Fatalf("config validate: %v, want exit status 1; output:\n%s", err, out)
+			if !errors.As(err, &ee) || ee.code != 2 {
+				t.Fatalf("config validate: %v, want exit status 2; output:\n%s", err, out)
 			}
 			if got := strings.TrimSpace(out); got != tc.want {
 				t.Errorf("config validate printed\n%s\nwant\n%s", got, tc.want)
