@@ -26,7 +26,7 @@ func TestValidateRejectsWhatRunRejects(t *testing.T) {
 		{"worker job path", target + "jobs: {types: {a: {path: \"/a b\"}}}\n",
 			`config: jobs.types.a.path: must not hold spaces, control characters or backslashes, got "/a b" (line 3)`},
 		{"worker job method", target + "jobs:\n  types:\n    a:\n      method: \"P OST\"\n",
-			`config: jobs.types.a.method: must be an HTTP method token, got "P OST" (line 6)`},
+			`config: jobs.types.a.method: must be an HTTP method such as POST, got "P OST" (line 6)`},
 		{"worker", target + "worker:\n  max_redelivery_delay: 13h\n",
 			`config: worker.max_redelivery_delay: must be <= 12h0m0s, got 13h0m0s (line 4)`},
 		{"httpapi target", "target:\n  base_url: http://127.0.0.1:8080/?a=1\n",
