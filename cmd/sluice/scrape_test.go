@@ -262,15 +262,7 @@ log:
 	if strings.Contains(raw, token) {
 		t.Error("the token appears in /metrics")
 	}
-	// Every metric of a running worker passes promlint (what `promtool
-	// check metrics` runs): names, units, help texts, counter suffixes.
-	problems, err := promlint.New(strings.NewReader(raw)).Lint()
-	if err != nil {
-		t.Fatalf("promlint: %v", err)
-	}
-	for _, p := range problems {
-		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
-	}
+	lintMetrics(t, raw)
 
 	// A clean stop.
 	cancel()
@@ -380,4 +372,18 @@ func documentedMetrics(t *testing.T) map[string]bool {
 		t.Fatalf("docs/operations.md documents only %d metrics", len(names))
 	}
 	return names
+}
+
+// lintMetrics fails t for every promlint problem (what `promtool check
+// metrics` runs: names, units, help texts, counter suffixes) of a /metrics
+// body.
+func lintMetrics(t *testing.T, raw string) {
+	t.Helper()
+	problems, err := promlint.New(strings.NewReader(raw)).Lint()
+	if err != nil {
+		t.Fatalf("promlint: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
 }
