@@ -61,6 +61,13 @@ type randomRun struct {
 	states    []string   // rate and pause after each event
 }
 
+// randomReq is a request of runRandom.
+type randomReq struct {
+	units   float64
+	status  Status
+	granted time.Time
+}
+
 func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) randomRun {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 2))
@@ -68,14 +75,9 @@ func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) random
 	if err != nil {
 		t.Fatal(err)
 	}
-	type req struct {
-		units   float64
-		status  Status
-		granted time.Time
-	}
 	var (
 		run       randomRun
-		reqs      = map[uint64]*req{}
+		reqs      = map[uint64]*randomReq{}
 		granted   []uint64
 		lastGrant uint64
 		lastAt    time.Time
@@ -100,11 +102,7 @@ func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) random
 				}
 				lastGrant = d.ID
 				granted = append(granted, d.ID)
-				for _, p := range pauses {
-					if d.At.After(p[0]) && d.At.Before(p[1]) {
-						t.Fatalf("grant at %v during the pause %v–%v", d.At.Sub(t0), p[0].Sub(t0), p[1].Sub(t0))
-					}
-				}
+				checkNotPaused(t, d.At, pauses)
 			}
 			run.decisions = append(run.decisions, d)
 		}
@@ -125,7 +123,7 @@ func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) random
 		case k < 5:
 			u := []float64{0, 1, 1, 2, 5, 40}[rng.IntN(6)]
 			d := c.Acquire(at, u)
-			reqs[d.ID] = &req{units: u, status: d.Status, granted: d.At}
+			reqs[d.ID] = &randomReq{units: u, status: d.Status, granted: d.At}
 			if d.Status == Granted && u > 0 {
 				if d.ID < lastGrant {
 					t.Fatalf("grant of %d at once after %d", d.ID, lastGrant)
@@ -138,13 +136,7 @@ func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) random
 				break
 			}
 			r := reqs[granted[rng.IntN(len(granted))]]
-			o := call.Outcome{Kind: call.Success, Status: 200}
-			if rng.IntN(2) == 0 {
-				o = call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Duration(rng.IntN(4)) * time.Second}
-			}
-			if rng.IntN(3) == 0 {
-				o.Quota = randomQuota(rng)
-			}
+			o := randomOutcome(rng)
 			_, wasPaused := c.PausedUntil()
 			c.Observe(at, r.granted, r.units, o)
 			if until, ok := c.PausedUntil(); ok && !wasPaused {
@@ -206,4 +198,27 @@ func randomQuota(rng *rand.Rand) call.Quota {
 		return []time.Duration{0, time.Second, 5 * time.Second, time.Minute, -time.Second, 30 * 24 * time.Hour, math.MaxInt64}[rng.IntN(7)]
 	}
 	return call.Quota{Limit: num(), Remaining: num(), HasRemaining: rng.IntN(3) > 0, Reset: span(), Window: span()}
+}
+
+// randomOutcome returns a success or a throttle with a Retry-After of 0
+// to 3 s, a third of them with a random quota hint.
+func randomOutcome(rng *rand.Rand) call.Outcome {
+	o := call.Outcome{Kind: call.Success, Status: 200}
+	if rng.IntN(2) == 0 {
+		o = call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Duration(rng.IntN(4)) * time.Second}
+	}
+	if rng.IntN(3) == 0 {
+		o.Quota = randomQuota(rng)
+	}
+	return o
+}
+
+// checkNotPaused fails if a grant at at falls inside one of pauses.
+func checkNotPaused(t *testing.T, at time.Time, pauses [][2]time.Time) {
+	t.Helper()
+	for _, p := range pauses {
+		if at.After(p[0]) && at.Before(p[1]) {
+			t.Fatalf("grant at %v during the pause %v–%v", at.Sub(t0), p[0].Sub(t0), p[1].Sub(t0))
+		}
+	}
 }
