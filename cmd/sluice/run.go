@@ -201,19 +201,10 @@ func runWorkerWith(ctx context.Context, cfg config.Config, ui bool, uiListen str
 	}
 	defer sink.Close()
 
-	results, err := openOutput(ctx, "results", cfg.Results.Output(), cfg.Source, src)
+	results, deadLetters, closeOutputs, err := openOutputs(ctx, cfg, src)
+	defer closeOutputs()
 	if err != nil {
 		return err
-	}
-	if results != nil {
-		defer results.Close()
-	}
-	deadLetters, err := openOutput(ctx, "dead_letters", cfg.DeadLetters, cfg.Source, src)
-	if err != nil {
-		return err
-	}
-	if deadLetters != nil {
-		defer deadLetters.Close()
 	}
 
 	wm := worker.NewMetrics()
@@ -265,6 +256,30 @@ func runWorkerWith(ctx context.Context, cfg config.Config, ui bool, uiListen str
 		return err
 	})
 	return g.Wait()
+}
+
+// openOutputs opens the results and dead-letter outputs (nil for kind
+// none); the returned function closes those that were opened, the
+// dead-letter output first.
+func openOutputs(ctx context.Context, cfg config.Config, src sources.Source) (results, deadLetters sinks.Output, closeAll func(), err error) {
+	closeAll = func() {
+		if deadLetters != nil {
+			deadLetters.Close()
+		}
+		if results != nil {
+			results.Close()
+		}
+	}
+	if results, err = openOutput(ctx, "results", cfg.Results.Output(), cfg.Source, src); err != nil {
+		return nil, nil, func() {}, err
+	}
+	if deadLetters, err = openOutput(ctx, "dead_letters", cfg.DeadLetters, cfg.Source, src); err != nil {
+		if results != nil {
+			results.Close()
+		}
+		return nil, nil, func() {}, err
+	}
+	return results, deadLetters, closeAll, nil
 }
 
 // sourceAckWait is the source's ack deadline, which the worker extends
