@@ -166,7 +166,6 @@ func TestLeasesChurnProcesses(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 
 	var all []*proc // every incarnation
-	var timeline []timelineEvent
 	killedAt := map[*proc]time.Time{}
 	slots := make([]*proc, 5)
 	incarnation := 0
@@ -206,7 +205,33 @@ func TestLeasesChurnProcesses(t *testing.T) {
 	}
 	t.Logf("%d starts, %d clean stops, %d kills", starts, stops, kills)
 
-	// All five converge to 3 or 4 partitions each, 16 in all.
+	awaitFairShares(t, slots, partitions)
+	for _, p := range slots {
+		p.stop(t)
+		if e := p.last(); !e.Exit {
+			t.Errorf("%s: last event %+v, want exit", p.name, e)
+		}
+	}
+
+	timeline := collectTimeline(t, all, killedAt)
+	n, err := checkTimeline(timeline, partitions)
+	if err != nil {
+		t.Error(err)
+	}
+	t.Logf("%d observations over %d incarnations", n, len(all))
+	// The checker can fail.
+	bad := append(slices.Clone(timeline),
+		timelineEvent{event: event{T: math.MaxInt64, Held: []int{0}, Share: 1.0 / partitions}, member: "x"},
+		timelineEvent{event: event{T: math.MaxInt64, Held: []int{0}, Share: 1.0 / partitions}, member: "y"})
+	if _, err := checkTimeline(bad, partitions); err == nil || !strings.Contains(err.Error(), "held by") {
+		t.Errorf("checkTimeline of a partition held twice: %v", err)
+	}
+}
+
+// awaitFairShares waits until the five members hold a fair share each
+// (partitions/5 rounded down or up) and every partition is held.
+func awaitFairShares(t *testing.T, slots []*proc, partitions int) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		sum, fair := 0, true
@@ -226,13 +251,14 @@ func TestLeasesChurnProcesses(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // real processes: bounded polling
 	}
-	for _, p := range slots {
-		p.stop(t)
-		if e := p.last(); !e.Exit {
-			t.Errorf("%s: last event %+v, want exit", p.name, e)
-		}
-	}
+}
 
+// collectTimeline gathers every incarnation's lease events, reporting the
+// errors they carry, and adds an idle share at each kill: a killed process
+// uses nothing after it is dead.
+func collectTimeline(t *testing.T, all []*proc, killedAt map[*proc]time.Time) []timelineEvent {
+	t.Helper()
+	var timeline []timelineEvent
 	for _, p := range all {
 		p.mu.Lock()
 		for _, e := range p.events {
@@ -249,18 +275,7 @@ func TestLeasesChurnProcesses(t *testing.T) {
 			timeline = append(timeline, timelineEvent{event: event{T: at.UnixNano(), Share: IdleShare}, member: p.name})
 		}
 	}
-	n, err := checkTimeline(timeline, partitions)
-	if err != nil {
-		t.Error(err)
-	}
-	t.Logf("%d observations over %d incarnations", n, len(all))
-	// The checker can fail.
-	bad := append(slices.Clone(timeline),
-		timelineEvent{event: event{T: math.MaxInt64, Held: []int{0}, Share: 1.0 / partitions}, member: "x"},
-		timelineEvent{event: event{T: math.MaxInt64, Held: []int{0}, Share: 1.0 / partitions}, member: "y"})
-	if _, err := checkTimeline(bad, partitions); err == nil || !strings.Contains(err.Error(), "held by") {
-		t.Errorf("checkTimeline of a partition held twice: %v", err)
-	}
+	return timeline
 }
 
 // runUntilCleanup runs run until the test ends, or until the returned
@@ -364,6 +379,53 @@ func TestRescaleKeepsTotal(t *testing.T) {
 	}
 }
 
+// An outageMember is a member of TestOutage with its membership, its
+// leases and what it observed during the server's outage.
+type outageMember struct {
+	m *Membership
+	l *Leases
+	sync.Mutex
+	minCount int
+	maxHeld  int  // most partitions held during the outage
+	outage   bool // the server is down
+	watch    bool // the count is watched: from the outage on
+	stops    []func()
+}
+
+// joinOutageMember joins the group of cfg as id on the server at url and
+// runs its membership and leases until the test ends.
+func joinOutageMember(t *testing.T, url string, cfg Config, id string) *outageMember {
+	t.Helper()
+	w := &outageMember{minCount: math.MaxInt}
+	c := cfg
+	c.ID = id
+	m, err := Join(t.Context(), connect(t, url), c, WithInstanceCount(func(n int) {
+		w.Lock()
+		if w.watch {
+			w.minCount = min(w.minCount, n)
+		}
+		w.Unlock()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLeases(t.Context(), m, func(s *settings) {
+		s.onHeld = func(ps []int) {
+			w.Lock()
+			if w.outage {
+				w.maxHeld = max(w.maxHeld, len(ps))
+			}
+			w.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.m, w.l = m, l
+	w.stops = append(w.stops, runUntilCleanup(t, m.Run), runUntilCleanup(t, l.Run))
+	return w
+}
+
 // During a NATS outage the leases lapse on time and the share falls to
 // IdleShare, never above what was held; the instance count keeps its value.
 // When NATS is back the two members share the partitions again.
@@ -378,49 +440,9 @@ func TestOutage(t *testing.T) {
 	const ttl = 2 * time.Second
 	cfg := Config{Bucket: uniqueBucket(t), TTL: ttl, Partitions: 16}
 
-	type member struct {
-		m *Membership
-		l *Leases
-		sync.Mutex
-		minCount int
-		maxHeld  int  // most partitions held during the outage
-		outage   bool // the server is down
-		watch    bool // the count is watched: from the outage on
-		stops    []func()
-	}
-	newMember := func(id string) *member {
-		w := &member{minCount: math.MaxInt}
-		c := cfg
-		c.ID = id
-		m, err := Join(t.Context(), connect(t, url), c, WithInstanceCount(func(n int) {
-			w.Lock()
-			if w.watch {
-				w.minCount = min(w.minCount, n)
-			}
-			w.Unlock()
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := NewLeases(t.Context(), m, func(s *settings) {
-			s.onHeld = func(ps []int) {
-				w.Lock()
-				if w.outage {
-					w.maxHeld = max(w.maxHeld, len(ps))
-				}
-				w.Unlock()
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.m, w.l = m, l
-		w.stops = append(w.stops, runUntilCleanup(t, m.Run), runUntilCleanup(t, l.Run))
-		return w
-	}
-	a, b := newMember("a"), newMember("b")
+	a, b := joinOutageMember(t, url, cfg, "a"), joinOutageMember(t, url, cfg, "b")
 	eventually(t, "8 partitions each", func() bool { return len(a.l.Held()) == 8 && len(b.l.Held()) == 8 })
-	for _, w := range []*member{a, b} {
+	for _, w := range []*outageMember{a, b} {
 		w.Lock()
 		w.outage, w.watch = true, true
 		w.Unlock()
@@ -431,13 +453,13 @@ func TestOutage(t *testing.T) {
 	// The outage lasts longer than the TTL: the count must not fall.
 	t.Logf("%v leases lapsed", time.Now().Format("05.000"))
 	time.Sleep(ttl)
-	for _, w := range []*member{a, b} {
+	for _, w := range []*outageMember{a, b} {
 		if n := w.m.Count(); n != 2 {
 			t.Errorf("%s: count %d during the outage, want 2", w.m.cfg.ID, n)
 		}
 	}
 	// Restart on the same port and store.
-	for _, w := range []*member{a, b} {
+	for _, w := range []*outageMember{a, b} {
 		w.Lock()
 		w.outage = false
 		w.Unlock()
@@ -452,7 +474,7 @@ func TestOutage(t *testing.T) {
 	t.Logf("%v server up", time.Now().Format("05.000"))
 	eventually(t, "8 partitions each after the outage", func() bool { return len(a.l.Held()) == 8 && len(b.l.Held()) == 8 })
 	t.Logf("%v rebalanced", time.Now().Format("05.000"))
-	for _, w := range []*member{a, b} {
+	for _, w := range []*outageMember{a, b} {
 		w.Lock()
 		if w.minCount != math.MaxInt && w.minCount < 2 {
 			t.Errorf("%s: count fell to %d", w.m.cfg.ID, w.minCount)
@@ -465,7 +487,7 @@ func TestOutage(t *testing.T) {
 	if ha, hb := a.l.Held(), b.l.Held(); len(slices.Concat(ha, hb)) != 16 || hasCommon(ha, hb) {
 		t.Errorf("after the outage: a holds %v, b holds %v", ha, hb)
 	}
-	for _, w := range []*member{a, b} {
+	for _, w := range []*outageMember{a, b} {
 		for _, stop := range w.stops {
 			stop() // while the server still runs
 		}
