@@ -1,0 +1,180 @@
+package natsjs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// reconnectDelay backs off from 100ms to 5s, with jitter.
+func reconnectDelay(attempts int) time.Duration {
+	d := min(100*time.Millisecond<<min(attempts, 6), 5*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+func (s *Source) connect(url string) error {
+	c := s.cfg
+	opts := []nats.Option{
+		nats.Name(c.Name),
+		nats.Timeout(c.ConnectTimeout),
+		nats.MaxReconnects(-1),
+		nats.CustomReconnectDelay(reconnectDelay),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				s.log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			s.log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())
+			s.mu.Lock()
+			close(s.reconnect)
+			s.reconnect = make(chan struct{})
+			s.mu.Unlock()
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			s.log.Warn("nats error", "err", err)
+		}),
+	}
+	switch a := c.Auth; {
+	case a.CredsFile != "":
+		opts = append(opts, nats.UserCredentials(a.CredsFile))
+	case a.NKeySeedFile != "":
+		o, err := nats.NkeyOptionFromSeed(a.NKeySeedFile)
+		if err != nil {
+			return fmt.Errorf("jetstream: auth.nkey_seed_file: %w", err)
+		}
+		opts = append(opts, o)
+	case a.User != "":
+		opts = append(opts, nats.UserInfo(a.User, a.Password))
+	case a.Token != "":
+		opts = append(opts, nats.Token(a.Token))
+	}
+	if c.TLS.CAFile != "" {
+		opts = append(opts, nats.RootCAs(c.TLS.CAFile))
+	}
+	if c.TLS.CertFile != "" {
+		opts = append(opts, nats.ClientCert(c.TLS.CertFile, c.TLS.KeyFile))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		// nats.go errors carry no credentials; the URL is redacted.
+		return fmt.Errorf("jetstream: connect to %s: %w", redact(url), err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	s.nc, s.js = nc, js
+	s.log.Info("nats connected", "url", nc.ConnectedUrlRedacted())
+	return nil
+}
+
+// bind sets up or looks up the stream and the consumer.
+func (s *Source) bind(ctx context.Context) error {
+	c := s.cfg
+	if c.Setup {
+		if err := retryServerError(ctx, func() error {
+			_, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+				Name:       c.Stream,
+				Subjects:   c.Subjects,
+				Retention:  jetstream.WorkQueuePolicy,
+				Storage:    jetstream.FileStorage,
+				Duplicates: c.DuplicateWindow,
+			})
+			return err
+		}); err != nil {
+			return fmt.Errorf("jetstream: set up stream %q: %w", c.Stream, err)
+		}
+		if err := retryServerError(ctx, func() error {
+			_, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+				Name:     c.DeadLetterStream,
+				Subjects: []string{c.DeadLetterSubject},
+				Storage:  jetstream.FileStorage,
+			})
+			return err
+		}); err != nil {
+			return fmt.Errorf("jetstream: set up dead-letter stream %q: %w", c.DeadLetterStream, err)
+		}
+		maxDeliver := c.MaxDeliver
+		if maxDeliver == 0 {
+			maxDeliver = -1
+		}
+		var cons jetstream.Consumer
+		err := retryServerError(ctx, func() error {
+			var err error
+			cons, err = s.js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
+				Durable:       c.Consumer,
+				AckPolicy:     jetstream.AckExplicitPolicy,
+				AckWait:       c.AckWait,
+				MaxDeliver:    maxDeliver,
+				BackOff:       c.Backoff,
+				MaxAckPending: c.MaxAckPending,
+			})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("jetstream: set up consumer %q on stream %q: %w", c.Consumer, c.Stream, err)
+		}
+		s.cons = cons
+		return nil
+	}
+	cons, err := s.js.Consumer(ctx, c.Stream, c.Consumer)
+	if err != nil {
+		return fmt.Errorf("jetstream: consumer %q on stream %q (set setup: true to create it): %w", c.Consumer, c.Stream, err)
+	}
+	s.cons = cons
+	return nil
+}
+
+// setupAttempts bounds retryServerError.
+const setupAttempts = 5
+
+// retryServerError calls op until it succeeds, fails with anything but a
+// JetStream API error of status 500, or has failed setupAttempts times,
+// waiting 100 ms, 200 ms, 400 ms… in between. A 500 from the stream and
+// consumer API is the server's own failure (a store it could not create
+// at that moment, say): creating or updating the same stream again is
+// idempotent, and a worker should not fail to start for it.
+func retryServerError(ctx context.Context, op func() error) error {
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := op()
+		var api *jetstream.APIError
+		if err == nil || !errors.As(err, &api) || api.Code != 500 || attempt == setupAttempts {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+// redact drops user information (user:password@ or token@) from a
+// comma-separated list of URLs, for messages.
+func redact(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, u := range parts {
+		at := strings.LastIndexByte(u, '@')
+		if at < 0 {
+			continue
+		}
+		start := 0
+		if j := strings.Index(u, "://"); j >= 0 && j < at {
+			start = j + 3
+		}
+		parts[i] = u[:start] + "[REDACTED]" + u[at:]
+	}
+	return strings.Join(parts, ",")
+}
