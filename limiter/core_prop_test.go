@@ -68,6 +68,93 @@ type randomReq struct {
 	granted time.Time
 }
 
+// randomDriver is the state of runRandom: the Core, its requests, and
+// what the invariants need of the past (the last grant and decision, the
+// pauses).
+type randomDriver struct {
+	t         *testing.T
+	c         *Core
+	run       randomRun
+	reqs      map[uint64]*randomReq
+	granted   []uint64
+	lastGrant uint64
+	lastAt    time.Time
+	pauses    [][2]time.Time
+}
+
+// take drains the Core's decisions and checks them: each for a waiting
+// request, in time order, grants in FIFO order and never during a pause.
+func (r *randomDriver) take() {
+	t := r.t
+	t.Helper()
+	for _, d := range r.c.Drain(nil) {
+		q := r.reqs[d.ID]
+		if q.status != Waiting {
+			t.Fatalf("decision for %d, which is %s", d.ID, q.status)
+		}
+		q.status, q.granted = d.Status, d.At
+		if d.At.Before(r.lastAt) {
+			t.Fatalf("decision at %v before %v", d.At.Sub(t0), r.lastAt.Sub(t0))
+		}
+		r.lastAt = d.At
+		if d.Status == Granted {
+			if d.ID < r.lastGrant {
+				t.Fatalf("grant of %d after %d: not FIFO", d.ID, r.lastGrant)
+			}
+			r.lastGrant = d.ID
+			r.granted = append(r.granted, d.ID)
+			checkNotPaused(t, d.At, r.pauses)
+		}
+		r.run.decisions = append(r.run.decisions, d)
+	}
+}
+
+// event performs one random event at at: an acquire, an outcome of a
+// granted request, a cancel or a new instance count.
+func (r *randomDriver) event(rng *rand.Rand, at time.Time) {
+	t, c := r.t, r.c
+	t.Helper()
+	switch k := rng.IntN(10); {
+	case k < 5:
+		u := []float64{0, 1, 1, 2, 5, 40}[rng.IntN(6)]
+		d := c.Acquire(at, u)
+		r.reqs[d.ID] = &randomReq{units: u, status: d.Status, granted: d.At}
+		if d.Status == Granted && u > 0 {
+			if d.ID < r.lastGrant {
+				t.Fatalf("grant of %d at once after %d", d.ID, r.lastGrant)
+			}
+			r.lastGrant = d.ID
+			r.granted = append(r.granted, d.ID)
+		}
+	case k < 8:
+		if len(r.granted) == 0 {
+			break
+		}
+		q := r.reqs[r.granted[rng.IntN(len(r.granted))]]
+		o := randomOutcome(rng)
+		_, wasPaused := c.PausedUntil()
+		c.Observe(at, q.granted, q.units, o)
+		if until, ok := c.PausedUntil(); ok && !wasPaused {
+			r.pauses = append(r.pauses, [2]time.Time{at, until})
+		} else if ok {
+			r.pauses[len(r.pauses)-1][1] = until
+		}
+	case k < 9:
+		id := uint64(1 + rng.IntN(len(r.reqs)+1))
+		if d, ok := c.Cancel(at, id); ok {
+			r.reqs[id].status = d.Status
+			r.run.decisions = append(r.run.decisions, d)
+		}
+	default:
+		if err := c.SetInstanceCount(at, 1+rng.IntN(4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runRandom drives a Core of cfg through 300 random events of seed,
+// looking at it also every step in between when step > 0, and checks the
+// invariants after each event.
 func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) randomRun {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 2))
@@ -75,38 +162,8 @@ func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) random
 	if err != nil {
 		t.Fatal(err)
 	}
-	var (
-		run       randomRun
-		reqs      = map[uint64]*randomReq{}
-		granted   []uint64
-		lastGrant uint64
-		lastAt    time.Time
-		now       time.Duration
-		stepped   time.Duration
-		pauses    [][2]time.Time
-	)
-	take := func() {
-		for _, d := range c.Drain(nil) {
-			r := reqs[d.ID]
-			if r.status != Waiting {
-				t.Fatalf("decision for %d, which is %s", d.ID, r.status)
-			}
-			r.status, r.granted = d.Status, d.At
-			if d.At.Before(lastAt) {
-				t.Fatalf("decision at %v before %v", d.At.Sub(t0), lastAt.Sub(t0))
-			}
-			lastAt = d.At
-			if d.Status == Granted {
-				if d.ID < lastGrant {
-					t.Fatalf("grant of %d after %d: not FIFO", d.ID, lastGrant)
-				}
-				lastGrant = d.ID
-				granted = append(granted, d.ID)
-				checkNotPaused(t, d.At, pauses)
-			}
-			run.decisions = append(run.decisions, d)
-		}
-	}
+	r := &randomDriver{t: t, c: c, reqs: map[uint64]*randomReq{}}
+	var now, stepped time.Duration
 	for range 300 {
 		now += time.Duration(rng.IntN(400)) * time.Millisecond
 		at := t0.Add(now)
@@ -114,56 +171,21 @@ func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) random
 			for stepped+step < now {
 				stepped += step
 				c.Advance(t0.Add(stepped))
-				take()
+				r.take()
 			}
 		}
 		c.Advance(at)
-		take()
-		switch k := rng.IntN(10); {
-		case k < 5:
-			u := []float64{0, 1, 1, 2, 5, 40}[rng.IntN(6)]
-			d := c.Acquire(at, u)
-			reqs[d.ID] = &randomReq{units: u, status: d.Status, granted: d.At}
-			if d.Status == Granted && u > 0 {
-				if d.ID < lastGrant {
-					t.Fatalf("grant of %d at once after %d", d.ID, lastGrant)
-				}
-				lastGrant = d.ID
-				granted = append(granted, d.ID)
-			}
-		case k < 8:
-			if len(granted) == 0 {
-				break
-			}
-			r := reqs[granted[rng.IntN(len(granted))]]
-			o := randomOutcome(rng)
-			_, wasPaused := c.PausedUntil()
-			c.Observe(at, r.granted, r.units, o)
-			if until, ok := c.PausedUntil(); ok && !wasPaused {
-				pauses = append(pauses, [2]time.Time{at, until})
-			} else if ok {
-				pauses[len(pauses)-1][1] = until
-			}
-		case k < 9:
-			id := uint64(1 + rng.IntN(len(reqs)+1))
-			if d, ok := c.Cancel(at, id); ok {
-				reqs[id].status = d.Status
-				run.decisions = append(run.decisions, d)
-			}
-		default:
-			if err := c.SetInstanceCount(at, 1+rng.IntN(4)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		take()
+		r.take()
+		r.event(rng, at)
+		r.take()
 		checkInvariants(t, c, cfg, at)
 		until, paused := c.PausedUntil()
-		run.states = append(run.states, fmt.Sprintf("rate %.9g queue %d paused %v %v", c.Rate(), c.QueueLen(), paused, until.Sub(t0)))
+		r.run.states = append(r.run.states, fmt.Sprintf("rate %.9g queue %d paused %v %v", c.Rate(), c.QueueLen(), paused, until.Sub(t0)))
 	}
 	if math.IsNaN(c.Tokens(t0.Add(now))) {
 		t.Fatal("tokens NaN")
 	}
-	return run
+	return r.run
 }
 
 // checkInvariants checks, at at: the rate within its bounds (and so within

@@ -37,113 +37,152 @@ func s(v string) *string { return &v }
 
 var skip = math.NaN()
 
+// stepReq is a request made by a step: its name is rN, its place in
+// stepRun.reqs.
+type stepReq struct {
+	id      uint64
+	units   float64
+	granted time.Time
+}
+
+// stepRun is the state of runSteps: the Core, its requests in the order
+// they were made, and the decisions noted during the current step.
+type stepRun struct {
+	t    *testing.T
+	c    *Core
+	reqs []*stepReq
+	byID map[uint64]*stepReq
+	got  []string
+}
+
+// name returns the request name rN of id.
+func (r *stepRun) name(id uint64) string {
+	for i, q := range r.reqs {
+		if q.id == id {
+			return fmt.Sprintf("r%d", i+1)
+		}
+	}
+	return fmt.Sprintf("?%d", id)
+}
+
+// get returns the request named n.
+func (r *stepRun) get(n string) *stepReq {
+	r.t.Helper()
+	var i int
+	if _, err := fmt.Sscanf(n, "r%d", &i); err != nil || i < 1 || i > len(r.reqs) {
+		r.t.Fatalf("bad request name %q", n)
+	}
+	return r.reqs[i-1]
+}
+
+// note records d as "rN@T" or "rN@T:reason" and the grant instant of a
+// granted request.
+func (r *stepRun) note(d Decision) {
+	if d.Status == Granted {
+		r.byID[d.ID].granted = d.At
+	}
+	e := fmt.Sprintf("%s@%g", r.name(d.ID), secs(d.At))
+	if d.Status == Rejected {
+		e += ":" + string(d.Reason)
+	}
+	r.got = append(r.got, e)
+}
+
+// drain notes the Core's pending decisions.
+func (r *stepRun) drain() {
+	for _, d := range r.c.Drain(nil) {
+		r.note(d)
+	}
+}
+
+// do performs the op of step i at now.
+func (r *stepRun) do(i int, st step, now time.Time) {
+	t, c := r.t, r.c
+	t.Helper()
+	f := strings.Fields(st.op)
+	arg := func(k int) float64 {
+		var v float64
+		if _, err := fmt.Sscan(f[k], &v); err != nil {
+			t.Fatalf("step %d: bad number %q", i, f[k])
+		}
+		return v
+	}
+	switch f[0] {
+	case "acquire":
+		d := c.Acquire(now, arg(1))
+		q := &stepReq{id: d.ID, units: d.Units}
+		r.reqs = append(r.reqs, q)
+		r.byID[d.ID] = q
+		if d.Status != Waiting {
+			r.note(d)
+		}
+	case "throttle":
+		q := r.get(f[1])
+		sent := q.granted
+		if len(f) > 3 {
+			sent = at(arg(3))
+		}
+		c.Observe(now, sent, q.units, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Duration(arg(2) * 1e9)})
+	case "success":
+		q := r.get(f[1])
+		c.Observe(now, q.granted, q.units, call.Outcome{Kind: call.Success, Status: 200})
+	case "error":
+		q := r.get(f[1])
+		c.Observe(now, q.granted, q.units, call.Outcome{Kind: call.ServerError, Status: 500})
+	case "cancel":
+		if d, ok := c.Cancel(now, r.get(f[1]).id); ok {
+			r.note(d)
+		}
+	case "instances":
+		if err := c.SetInstanceCount(now, int(arg(1))); err != nil {
+			t.Fatal(err)
+		}
+	case "share":
+		if err := c.SetShare(now, arg(1)); err != nil {
+			t.Fatal(err)
+		}
+	case "tick":
+	default:
+		t.Fatalf("step %d: unknown op %q", i, st.op)
+	}
+}
+
+// check compares the Core's state after step i with what the step wants.
+func (r *stepRun) check(i int, st step, now time.Time) {
+	t, c := r.t, r.c
+	t.Helper()
+	where := fmt.Sprintf("step %d (t=%g %s)", i, st.at, st.op)
+	if !math.IsNaN(st.rate) && math.Abs(c.Rate()-st.rate) > 1e-9 {
+		t.Errorf("%s: rate = %v, want %v", where, c.Rate(), st.rate)
+	}
+	if tok := c.Tokens(now); !math.IsNaN(st.tokens) && math.Abs(tok-st.tokens) > 1e-6 {
+		t.Errorf("%s: tokens = %v, want %v", where, tok, st.tokens)
+	}
+	if st.queue >= 0 && c.QueueLen() != st.queue {
+		t.Errorf("%s: queue = %d, want %d", where, c.QueueLen(), st.queue)
+	}
+	if st.decided != nil && strings.Join(r.got, " ") != *st.decided {
+		t.Errorf("%s: decided %q, want %q", where, strings.Join(r.got, " "), *st.decided)
+	}
+}
+
+// runSteps runs steps on a Core of cfg created at t0 and checks the state
+// each step wants.
 func runSteps(t *testing.T, cfg Config, steps []step) *Core {
 	t.Helper()
 	c, err := NewCore(cfg, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type req struct {
-		id      uint64
-		units   float64
-		granted time.Time
-	}
-	var reqs []*req
-	byID := map[uint64]*req{}
-	name := func(id uint64) string {
-		for i, r := range reqs {
-			if r.id == id {
-				return fmt.Sprintf("r%d", i+1)
-			}
-		}
-		return fmt.Sprintf("?%d", id)
-	}
-	get := func(n string) *req {
-		var i int
-		if _, err := fmt.Sscanf(n, "r%d", &i); err != nil || i < 1 || i > len(reqs) {
-			t.Fatalf("bad request name %q", n)
-		}
-		return reqs[i-1]
-	}
+	r := &stepRun{t: t, c: c, byID: map[uint64]*stepReq{}}
 	for i, st := range steps {
 		now := at(st.at)
-		f := strings.Fields(st.op)
-		var got []string
-		note := func(d Decision) {
-			if d.Status == Granted {
-				byID[d.ID].granted = d.At
-			}
-			e := fmt.Sprintf("%s@%g", name(d.ID), secs(d.At))
-			if d.Status == Rejected {
-				e += ":" + string(d.Reason)
-			}
-			got = append(got, e)
-		}
+		r.got = nil
 		c.Advance(now)
-		for _, d := range c.Drain(nil) {
-			note(d)
-		}
-		arg := func(k int) float64 {
-			var v float64
-			if _, err := fmt.Sscan(f[k], &v); err != nil {
-				t.Fatalf("step %d: bad number %q", i, f[k])
-			}
-			return v
-		}
-		switch f[0] {
-		case "acquire":
-			d := c.Acquire(now, arg(1))
-			r := &req{id: d.ID, units: d.Units}
-			reqs = append(reqs, r)
-			byID[d.ID] = r
-			if d.Status != Waiting {
-				note(d)
-			}
-		case "throttle":
-			r := get(f[1])
-			sent := r.granted
-			if len(f) > 3 {
-				sent = at(arg(3))
-			}
-			c.Observe(now, sent, r.units, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Duration(arg(2) * 1e9)})
-		case "success":
-			r := get(f[1])
-			c.Observe(now, r.granted, r.units, call.Outcome{Kind: call.Success, Status: 200})
-		case "error":
-			r := get(f[1])
-			c.Observe(now, r.granted, r.units, call.Outcome{Kind: call.ServerError, Status: 500})
-		case "cancel":
-			if d, ok := c.Cancel(now, get(f[1]).id); ok {
-				note(d)
-			}
-		case "instances":
-			if err := c.SetInstanceCount(now, int(arg(1))); err != nil {
-				t.Fatal(err)
-			}
-		case "share":
-			if err := c.SetShare(now, arg(1)); err != nil {
-				t.Fatal(err)
-			}
-		case "tick":
-		default:
-			t.Fatalf("step %d: unknown op %q", i, st.op)
-		}
-		for _, d := range c.Drain(nil) {
-			note(d)
-		}
-		where := fmt.Sprintf("step %d (t=%g %s)", i, st.at, st.op)
-		if !math.IsNaN(st.rate) && math.Abs(c.Rate()-st.rate) > 1e-9 {
-			t.Errorf("%s: rate = %v, want %v", where, c.Rate(), st.rate)
-		}
-		if tok := c.Tokens(now); !math.IsNaN(st.tokens) && math.Abs(tok-st.tokens) > 1e-6 {
-			t.Errorf("%s: tokens = %v, want %v", where, tok, st.tokens)
-		}
-		if st.queue >= 0 && c.QueueLen() != st.queue {
-			t.Errorf("%s: queue = %d, want %d", where, c.QueueLen(), st.queue)
-		}
-		if st.decided != nil && strings.Join(got, " ") != *st.decided {
-			t.Errorf("%s: decided %q, want %q", where, strings.Join(got, " "), *st.decided)
-		}
+		r.drain()
+		r.do(i, st, now)
+		r.drain()
+		r.check(i, st, now)
 	}
 	return c
 }
