@@ -132,7 +132,9 @@ func TestFleetRaiseOncePerInterval(t *testing.T) {
 	srv := startServer(t)
 	url := srv.ClientURL()
 	bucket := uniqueBucket(t)
-	cfg := FleetConfig{Bucket: bucket, Limiter: limiter.DefaultConfig()}
+	lcfg := limiter.DefaultConfig()
+	lcfg.SlowStart = false // the AIMD raise, not slow start's doubling
+	cfg := FleetConfig{Bucket: bucket, Limiter: lcfg}
 	var waited atomic.Int64 // the waiting worker's last wait, Unix ns
 	waited.Store(time.Now().Add(5 * time.Second).UnixNano())
 	// The waiting worker joins first; the others read its heartbeat.
@@ -150,7 +152,7 @@ func TestFleetRaiseOncePerInterval(t *testing.T) {
 		}
 		runUntilCleanup(t, m.Run)
 		f := openFleet(t, url, cfg, m)
-		f.attach(newCoreLimiter(t, limiter.DefaultConfig(), time.Now())) // its own requests never waited
+		f.attach(newCoreLimiter(t, lcfg, time.Now())) // its own requests never waited
 		fleets = append(fleets, f)
 	}
 	now := fleets[0].State().IncClock // the fleet's start

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/field"
@@ -27,15 +28,23 @@ type Config struct {
 
 	InitialUnitsPerMinute float64       `yaml:"initial_units_per_minute"` // default 600
 	MinUnitsPerMinute     float64       `yaml:"min_units_per_minute"`     // default 60
-	MaxUnitsPerMinute     float64       `yaml:"max_units_per_minute"`     // default 60000
+	MaxUnitsPerMinute     float64       `yaml:"max_units_per_minute"`     // default 10,000,000
 	Burst                 time.Duration `yaml:"burst"`                    // bucket size as time at the current rate; default 10s
 	QueueLimit            int           `yaml:"queue_limit"`              // most requests that may wait; default 500
 	MaxWait               time.Duration `yaml:"max_wait"`                 // longest a request may wait; default 100s
 	DecreaseCooldown      time.Duration `yaml:"decrease_cooldown"`        // least time between two cuts; default 5s
 	MaxPause              time.Duration `yaml:"max_pause"`                // cap on a Retry-After pause, 0 disables pauses; default 30s
 	Controller            string        `yaml:"controller"`               // ControllerAIMD (default) or ControllerCUBIC
-	AIMD                  AIMDConfig    `yaml:"aimd"`
-	CUBIC                 CUBICConfig   `yaml:"cubic"`
+	// InitialFill is the fraction of the bucket that is full at start, from
+	// 0 to 1; default 0: the first grants come at the initial rate, with no
+	// startup burst.
+	InitialFill float64 `yaml:"initial_fill"`
+	// SlowStart makes the rate grow multiplicatively before the first
+	// throttle, and fall back at it to the rate the API was seen to accept
+	// (docs/limiter.md, "Slow start"); default true.
+	SlowStart bool        `yaml:"slow_start"`
+	AIMD      AIMDConfig  `yaml:"aimd"`
+	CUBIC     CUBICConfig `yaml:"cubic"`
 
 	// Instances is the number of processes that share the budget; each
 	// takes 1/Instances of it. Default 1.
@@ -71,13 +80,15 @@ func DefaultConfig() Config {
 	return Config{
 		InitialUnitsPerMinute: 600,
 		MinUnitsPerMinute:     60,
-		MaxUnitsPerMinute:     60000,
+		MaxUnitsPerMinute:     10_000_000,
 		Burst:                 10 * time.Second,
 		QueueLimit:            500,
 		MaxWait:               100 * time.Second,
 		DecreaseCooldown:      5 * time.Second,
 		MaxPause:              30 * time.Second,
 		Controller:            ControllerAIMD,
+		InitialFill:           0,
+		SlowStart:             true,
 		AIMD: AIMDConfig{
 			DecreaseFactor:   0.7,
 			IncreaseStep:     120,
@@ -99,6 +110,7 @@ func (c Config) Validate() error {
 	bad := func(name string, value any, rule string) {
 		errs = append(errs, field.Invalid(name, "must be %s, got %v", rule, value))
 	}
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	finitePos := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
 	if !finitePos(c.MinUnitsPerMinute) {
 		bad("min_units_per_minute", c.MinUnitsPerMinute, "> 0")
@@ -106,13 +118,13 @@ func (c Config) Validate() error {
 	if !finitePos(c.MaxUnitsPerMinute) {
 		bad("max_units_per_minute", c.MaxUnitsPerMinute, "> 0")
 	} else if c.MaxUnitsPerMinute < c.MinUnitsPerMinute {
-		bad("max_units_per_minute", c.MaxUnitsPerMinute, fmt.Sprintf(">= min_units_per_minute (%v)", c.MinUnitsPerMinute))
+		bad("max_units_per_minute", c.MaxUnitsPerMinute, fmt.Sprintf(">= min_units_per_minute (%s)", num(c.MinUnitsPerMinute)))
 	}
 	if !finitePos(c.InitialUnitsPerMinute) {
 		bad("initial_units_per_minute", c.InitialUnitsPerMinute, "> 0")
 	} else if c.InitialUnitsPerMinute < c.MinUnitsPerMinute || c.InitialUnitsPerMinute > c.MaxUnitsPerMinute {
 		bad("initial_units_per_minute", c.InitialUnitsPerMinute,
-			fmt.Sprintf("between min_units_per_minute (%v) and max_units_per_minute (%v)", c.MinUnitsPerMinute, c.MaxUnitsPerMinute))
+			fmt.Sprintf("between min_units_per_minute (%s) and max_units_per_minute (%s)", num(c.MinUnitsPerMinute), num(c.MaxUnitsPerMinute)))
 	}
 	if c.Burst < 0 {
 		bad("burst", c.Burst, ">= 0")
@@ -151,6 +163,9 @@ func (c Config) Validate() error {
 	}
 	if c.Instances < 1 || c.Instances > MaxInstances {
 		bad("instances", c.Instances, fmt.Sprintf("from 1 to %d", MaxInstances))
+	}
+	if !(c.InitialFill >= 0 && c.InitialFill <= 1) {
+		bad("initial_fill", c.InitialFill, "between 0 and 1")
 	}
 	return errors.Join(errs...)
 }

@@ -115,6 +115,8 @@ type Core struct {
 	pending []Decision
 
 	quota quotaState // the quota hints (quota.go)
+	acc   acceptLog  // accepted units during slow start (slowstart.go)
+	ended slowEnd    // the throttle that ended slow start (slowstart.go)
 }
 
 type waiter struct {
@@ -128,8 +130,8 @@ type grantRec struct {
 	units float64
 }
 
-// NewCore returns a Core that starts at start with a full bucket. It
-// rejects an invalid Config.
+// NewCore returns a Core that starts at start with its bucket filled to
+// Config.InitialFill. It rejects an invalid Config.
 func NewCore(cfg Config, start time.Time) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -138,7 +140,7 @@ func NewCore(cfg Config, start time.Time) (*Core, error) {
 	c.rules = NewRules(cfg, Part{Share: 1 / float64(cfg.Instances), Instances: cfg.Instances})
 	c.adapt = c.rules.Start(start)
 	c.setRate(c.adapt.Rate)
-	c.tokens = c.cap
+	c.tokens = c.cap * cfg.InitialFill
 	return c, nil
 }
 
@@ -270,7 +272,7 @@ func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
 		case call.Throttle:
 			c.throttle(t, sentAt.Sub(c.start), o.RetryAfter)
 		case call.Success, call.ClientError:
-			c.success(t)
+			c.success(t, units)
 		}
 	}
 	if o.Kind != call.NetworkError {
@@ -283,7 +285,7 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	c.waited = false
 	if c.following {
 		c.adapt.IncClock = c.at(t)
-	} else if c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t)) {
+	} else if a, hold := c.endSlowStart(t, retryAfter); c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), a, hold) {
 		c.setRate(c.adapt.Rate)
 	}
 	if until, ok := c.cfg.PauseEnd(c.at(t), retryAfter); ok {
@@ -300,7 +302,10 @@ func (c *Core) pause(until time.Duration) {
 	}
 }
 
-func (c *Core) success(t time.Duration) {
+func (c *Core) success(t time.Duration, units float64) {
+	if c.adapt.SlowStart {
+		c.acc.add(t, units)
+	}
 	if c.paused || c.following {
 		return
 	}

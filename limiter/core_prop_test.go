@@ -41,7 +41,7 @@ func TestCoreStepInvariance(t *testing.T) {
 }
 
 func randomConfig(rng *rand.Rand) Config {
-	cfg := DefaultConfig()
+	cfg := rulesConfig()
 	cfg.Burst = time.Duration(rng.IntN(3000)) * time.Millisecond
 	cfg.QueueLimit = rng.IntN(6)
 	cfg.MaxWait = time.Duration(500+rng.IntN(5000)) * time.Millisecond

@@ -187,8 +187,16 @@ func runSteps(t *testing.T, cfg Config, steps []step) *Core {
 	return c
 }
 
-func cfgWith(f func(*Config)) Config {
+// rulesConfig is DefaultConfig with a full bucket at start and no slow
+// start: the tests of the other rules start from it.
+func rulesConfig() Config {
 	c := DefaultConfig()
+	c.InitialFill, c.SlowStart = 1, false
+	return c
+}
+
+func cfgWith(f func(*Config)) Config {
+	c := rulesConfig()
 	if f != nil {
 		f(&c)
 	}
@@ -197,7 +205,7 @@ func cfgWith(f func(*Config)) Config {
 
 func TestCoreBucket(t *testing.T) {
 	// 600/min = 10 units/s; burst 10 s → capacity 100.
-	runSteps(t, DefaultConfig(), []step{
+	runSteps(t, rulesConfig(), []step{
 		{0, "acquire 60", 600, 40, 0, s("r1@0")},
 		{0, "acquire 40", 600, 0, 0, s("r2@0")},
 		{0, "acquire 1", 600, 0, 1, s("")},
@@ -235,7 +243,7 @@ func TestCoreZeroUnitsAndQueueFull(t *testing.T) {
 }
 
 func TestCoreCuts(t *testing.T) {
-	runSteps(t, DefaultConfig(), []step{
+	runSteps(t, rulesConfig(), []step{
 		{0, "acquire 1", 600, 99, 0, s("r1@0")},
 		{1, "acquire 1", 600, 99, 0, s("r2@1")},
 		{2, "throttle r1 0", 420, 70, 0, s("")}, // first throttle cuts by 30%, capacity 70
@@ -307,7 +315,7 @@ func TestCoreRaiseAIMD(t *testing.T) {
 
 func TestCoreInstancesAndShare(t *testing.T) {
 	for _, viaShare := range []bool{false, true} {
-		c := runSteps(t, DefaultConfig(), []step{
+		c := runSteps(t, rulesConfig(), []step{
 			{0, "acquire 10", 600, 90, 0, nil},
 		})
 		var err error

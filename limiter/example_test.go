@@ -13,7 +13,9 @@ import (
 
 // The Limiter on the real clock: wait for units, call, report the outcome.
 func ExampleLimiter() {
-	cfg := limiter.DefaultConfig() // 600 units/min, a 10 s burst: 100 units at once
+	// 600 units/min and a 10 s burst (100 units), starting empty
+	// (initial_fill 0): the first units come at the initial rate.
+	cfg := limiter.DefaultConfig()
 	l, err := limiter.New(cfg)
 	if err != nil {
 		panic(err)
@@ -30,7 +32,7 @@ func ExampleLimiter() {
 	st := l.Stats()
 	fmt.Printf("rate %.0f units/min, bucket capacity %.0f, %.0f tokens\n", st.Rate, st.Capacity, st.Tokens)
 	// Output:
-	// rate 420 units/min, bucket capacity 70, 70 tokens
+	// rate 420 units/min, bucket capacity 70, 0 tokens
 }
 
 // The deterministic Core in virtual time: the instants are arguments.
@@ -39,6 +41,7 @@ func ExampleCore() {
 	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
 	cfg := limiter.DefaultConfig()
 	cfg.Burst = time.Second // capacity 10 units at 600 units/min (10 per second)
+	cfg.InitialFill = 1     // full at start
 	c, err := limiter.NewCore(cfg, start)
 	if err != nil {
 		panic(err)
@@ -66,7 +69,7 @@ func ExampleCore() {
 
 // Replay a trace in virtual time, as `sluice limiter replay` does.
 func ExampleReplay() {
-	trace := `{"options": {"burst": "1s"}}
+	trace := `{"options": {"burst": "1s", "initial_fill": 1}}
 {"at": 0, "op": "acquire", "id": "a", "units": 10}
 {"at": 0, "op": "acquire", "id": "b", "units": 2}
 {"at": 1, "op": "throttle", "id": "a", "retry_after": 4}

@@ -65,22 +65,27 @@ func (f *FleetRules) Resume(s FleetState, now time.Time) (FleetState, bool) {
 // cut if this is the fleet's first throttle, or if decrease_cooldown has
 // passed since the fleet's last cut and the request was sent after it, so
 // a burst of 429s across the fleet is one cut. CUBIC's measured rate is the
-// worker's, divided by its share. A Retry-After extends the fleet's pause.
+// worker's, divided by its share, and so is the accepted rate that ends
+// slow start (docs/limiter.md, "Slow start"). A Retry-After extends the fleet's pause.
 // It returns the new state, whether it changed (a throttle that neither
 // cuts, nor moves the increase clock, nor extends the pause changes
 // nothing) and whether the rate was cut.
 func (f *FleetRules) Throttle(s FleetState, r ThrottleReport) (ns FleetState, changed, cut bool) {
 	now := latest(r.At, s.Seen)
-	measured := -1.0
-	if share := r.Part.Of(1); r.Measured >= 0 && share > 0 {
-		measured = r.Measured / share
+	measured, accepted := -1.0, 0.0
+	if share := r.Part.Of(1); share > 0 {
+		if r.Measured >= 0 {
+			measured = r.Measured / share
+		}
+		accepted = r.Accepted / share
 	}
 	ns = s
-	cut = f.rules.Throttle(&ns.Adapt, now, r.Sent, measured)
+	cut = f.rules.Throttle(&ns.Adapt, now, r.Sent, measured, accepted, r.Hold)
 	if end, ok := f.cfg.PauseEnd(now, r.RetryAfter); ok && end.After(ns.PausedUntil) {
 		ns.PausedUntil = end
 	}
-	if !cut && ns.IncClock.Equal(s.IncClock) && ns.PausedUntil.Equal(s.PausedUntil) && ns.Throttled == s.Throttled {
+	if !cut && ns.IncClock.Equal(s.IncClock) && ns.PausedUntil.Equal(s.PausedUntil) && ns.Throttled == s.Throttled &&
+		ns.SlowStart == s.SlowStart && ns.HoldUntil.Equal(s.HoldUntil) {
 		return s, false, false
 	}
 	ns.Seen = now

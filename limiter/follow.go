@@ -71,7 +71,13 @@ type ThrottleReport struct {
 	// Measured is this instance's send rate (units per minute, the units
 	// granted in the last 10 s × 6), or -1 when unknown (see Core.Measured).
 	Measured float64
-	Part     Part // this instance's part of the budget at the time
+	// Accepted is the rate this instance saw the API accept (units per
+	// minute, see Core.Accepted) while in slow start, else 0: slow start's
+	// fallback.
+	Accepted float64
+	// Hold is how long the fallback holds (see Core.Accepted).
+	Hold time.Duration
+	Part Part // this instance's part of the budget at the time
 }
 
 // Report returns the ThrottleReport of a throttle observed at now, of a
@@ -79,8 +85,9 @@ type ThrottleReport struct {
 // controller needs of this Core to apply its throttle rule. The Limiter's
 // throttle hook and the simulator's fleet build their reports here.
 func (c *Core) Report(now, sent time.Time, retryAfter time.Duration) ThrottleReport {
+	a, hold := c.fallback(c.offset(now), retryAfter)
 	return ThrottleReport{At: now, Sent: sent, RetryAfter: retryAfter,
-		Measured: c.Measured(now), Part: c.rules.Part()}
+		Measured: c.Measured(now), Accepted: a, Hold: hold, Part: c.rules.Part()}
 }
 
 // WithThrottleHook makes the Limiter call fn after every throttle it

@@ -97,20 +97,20 @@ func TestCoreLeadCeiling(t *testing.T) {
 // The Rules of a whole budget cut once per burst and raise once per
 // interval: the rules a fleet shares.
 func TestRulesThrottleAndRaise(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := rulesConfig()
 	r := NewRules(cfg, Whole)
 	a := r.Start(at(0))
 	if a.Rate != 600 || a.WMax != 600 {
 		t.Fatalf("start = %+v", a)
 	}
-	if !r.Throttle(&a, at(1), at(0.9), -1) || a.Rate != 420 {
+	if !r.Throttle(&a, at(1), at(0.9), -1, 0, 0) || a.Rate != 420 {
 		t.Fatalf("first throttle: rate %v, want 420", a.Rate)
 	}
 	// Same burst: within the cooldown, or sent before the cut.
-	if r.Throttle(&a, at(2), at(1.5), -1) || r.Throttle(&a, at(7), at(0.95), -1) {
+	if r.Throttle(&a, at(2), at(1.5), -1, 0, 0) || r.Throttle(&a, at(7), at(0.95), -1, 0, 0) {
 		t.Fatal("a throttle of the same burst cut again")
 	}
-	if !r.Throttle(&a, at(7), at(6), -1) || math.Abs(a.Rate-294) > 1e-9 {
+	if !r.Throttle(&a, at(7), at(6), -1, 0, 0) || math.Abs(a.Rate-294) > 1e-9 {
 		t.Fatalf("throttle after the cooldown: rate %v, want 294", a.Rate)
 	}
 	if r.Raise(&a, at(20), false) {

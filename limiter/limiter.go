@@ -71,6 +71,7 @@ type Stats struct {
 	Instances   int       // instance count; 0 when the share was set with SetShare
 	Share       float64   // this instance's fraction of the budget
 	Disabled    bool
+	SlowStart   bool // in slow start (docs/limiter.md): no throttle seen yet
 
 	// Counts since New, kept with or without Metrics (the values of
 	// sluice_limiter_units_total, _throttles_total and _rejections_total).
@@ -423,6 +424,7 @@ func (l *Limiter) Stats() Stats {
 		Units:       l.units,
 		Throttles:   maps.Collect(maps.All(l.throttles)),
 		Rejections:  l.rejectionCounts(),
+		SlowStart:   l.core.Adapt().SlowStart,
 	}
 }
 

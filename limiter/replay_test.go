@@ -113,7 +113,7 @@ func TestReplayErrors(t *testing.T) {
 // TestReplayCancelNotWaiting checks that cancelling a request that is no
 // longer waiting changes nothing and prints no rejection.
 func TestReplayCancelNotWaiting(t *testing.T) {
-	in := `{"options": {}}
+	in := `{"options": {"initial_fill": 1, "slow_start": false}}
 {"at": 0, "op": "acquire", "id": "r1"}
 {"at": 1, "op": "cancel", "id": "r1"}
 `
@@ -131,7 +131,7 @@ func TestReplayCancelNotWaiting(t *testing.T) {
 // TestReplayReacquire checks that an id may be acquired again (a retry)
 // once its request no longer waits, and that later events name the new one.
 func TestReplayReacquire(t *testing.T) {
-	in := `{"options": {"burst": "1s"}}
+	in := `{"options": {"initial_fill": 1, "slow_start": false, "burst": "1s"}}
 {"at": 0, "op": "acquire", "id": "j", "units": 10}
 {"at": 1, "op": "throttle", "id": "j"}
 {"at": 1, "op": "acquire", "id": "j", "units": 7}

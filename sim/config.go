@@ -98,8 +98,12 @@ type Config struct {
 	Seed     uint64        // seed of the random source (arrivals, costs, latency)
 
 	// The model API.
+	API    API           // APIWindow (default) or APILeaky
 	Quota  float64       // hidden quota in units per Window; default 3000
-	Window time.Duration // sliding window; default 60s
+	Window time.Duration // sliding window (APILeaky: the span of Quota); default 60s
+	// BurstUnits is how far ahead of the steady rate APILeaky lets calls
+	// go, in units; default 5. APIWindow ignores it.
+	BurstUnits float64
 	// Headers are the quota headers the model API sends with every
 	// response, and that the clients' limiters read (SetQuotaHeaders).
 	// The zero value sends none.
@@ -142,7 +146,9 @@ func DefaultConfig() Config {
 		Limiter:    limiter.DefaultConfig(),
 		Duration:   15 * time.Minute,
 		Seed:       1,
+		API:        APIWindow,
 		Quota:      3000,
+		BurstUnits: 5,
 		Window:     DefaultWindowSpan,
 		Instances:  2,
 		Demand:     2000,
@@ -164,10 +170,11 @@ const (
 	ScenarioThreeInstances = "three-instances"
 	ScenarioNoLimiter      = "no-limiter"
 	ScenarioRamp           = "ramp"
+	ScenarioStrict         = "strict"
 )
 
 // Scenarios lists the scenario names.
-var Scenarios = []string{ScenarioFirstThrottle, ScenarioNoisyNeighbor, ScenarioThreeInstances, ScenarioNoLimiter, ScenarioRamp}
+var Scenarios = []string{ScenarioFirstThrottle, ScenarioNoisyNeighbor, ScenarioThreeInstances, ScenarioNoLimiter, ScenarioRamp, ScenarioStrict}
 
 // SeedInitialRate is the initial rate of the reference scenarios (the whole
 // budget, units per minute).
@@ -185,6 +192,10 @@ const SeedInitialRate = 1500
 //   - ramp: a quota 50 times the initial rate (30,000 against the default
 //     600) and a demand of 20,000 units per minute per instance, keeping the
 //     reference's ratio of demand to quota; time_to_90_s is the figure to read.
+//   - strict: a gateway's leaky bucket (APILeaky) of 1,200 units per minute
+//     with a burst of 5 units, one instance, cost 1 per job, and a demand of
+//     2,400 units per minute (a backlog that always waits), from the
+//     limiter's default initial rate.
 func Scenario(name string) (Config, error) {
 	c := DefaultConfig()
 	c.Name = name
@@ -201,6 +212,14 @@ func Scenario(name string) (Config, error) {
 		c.Limiter.InitialUnitsPerMinute = limiter.DefaultConfig().InitialUnitsPerMinute
 		c.Quota = 30000
 		c.Demand = 20000
+	case ScenarioStrict:
+		c.Limiter.InitialUnitsPerMinute = limiter.DefaultConfig().InitialUnitsPerMinute
+		c.API = APILeaky
+		c.Quota = 1200
+		c.BurstUnits = 5
+		c.Instances = 1
+		c.Costs = []float64{1}
+		c.Demand = 2400
 	default:
 		return Config{}, fmt.Errorf("sim: unknown scenario %q (want %s)", name, strings.Join(Scenarios, ", "))
 	}
@@ -228,6 +247,12 @@ func (c Config) Validate() error {
 	}
 	if err := c.Headers.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sim: headers: %w", err))
+	}
+	if _, err := ParseAPI(string(c.API)); err != nil && c.API != "" {
+		errs = append(errs, err)
+	}
+	if !(c.BurstUnits >= 0) || !finite(c.BurstUnits) {
+		bad("burst_units", c.BurstUnits, ">= 0")
 	}
 	if c.Instances < 1 {
 		bad("instances", c.Instances, ">= 1")

@@ -241,7 +241,7 @@ func (l *Live) State() LiveState {
 		Quota:     r.quota,
 		DropEnds:  l.dropEnd,
 		Demand:    r.demand,
-		Used:      r.win.Used(now),
+		Used:      r.used(),
 		Sent:      r.sent.Used(now),
 		Requests:  r.requests,
 		Throttled: r.throttled,

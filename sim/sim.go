@@ -123,7 +123,9 @@ type runner struct {
 	q     eventQueue
 	seq   uint64
 	now   time.Duration
-	win   Window
+	win   Window // the quota of APIWindow
+	leaky Leaky  // the quota of APILeaky
+	acc   Window // every accepted call, with no quota (APILeaky's used units)
 	sent  Window // every call that reached the API, with no quota
 	inst  []*instance
 	count int    // instances taking part
@@ -167,6 +169,8 @@ func newRunner(cfg Config, secs int, hook func(coreOp)) (*runner, error) {
 		lcfg:   cfg.limiterConfig(),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x5eed5107ce)),
 		win:    Window{Span: cfg.Window, Quota: cfg.Quota},
+		leaky:  Leaky{Span: cfg.Window, Quota: cfg.Quota, Burst: cfg.BurstUnits},
+		acc:    Window{Span: cfg.Window, Quota: math.Inf(1)},
 		sent:   Window{Span: cfg.Window, Quota: math.Inf(1)},
 		demand: cfg.Demand,
 		quota:  cfg.Quota,
@@ -384,7 +388,7 @@ func (r *runner) send(j *job, sentAt time.Duration) {
 // reach is the model API answering a call.
 func (r *runner) reach(e *event) {
 	r.sent.Take(r.vt(r.now), e.job.cost)
-	ok, wait := r.win.Take(r.vt(r.now), e.job.cost)
+	ok, wait := r.take(e.job.cost)
 	resp := &event{at: r.now + e.back, kind: evResponse, job: e.job, sentAt: e.sentAt, ok: ok}
 	resp.quota = r.quotaHint(resp.at)
 	sec := min(int(r.now/time.Second), len(r.accSec)-1)
@@ -419,6 +423,26 @@ func (r *runner) quotaHint(at time.Duration) call.Quota {
 	clear(r.hdr)
 	SetQuotaHeaders(r.hdr, r.cfg.Headers, r.win.State(r.vt(r.now)), r.vt(r.now))
 	return r.cfg.Headers.Parse(r.hdr, r.vt(at))
+}
+
+// take is the model API's quota deciding a call of units at r.now.
+func (r *runner) take(units float64) (bool, time.Duration) {
+	if r.cfg.API != APILeaky {
+		return r.win.Take(r.vt(r.now), units)
+	}
+	ok, wait := r.leaky.Take(r.vt(r.now), units)
+	if ok {
+		r.acc.Take(r.vt(r.now), units)
+	}
+	return ok, wait
+}
+
+// used returns the units accepted in the trailing window at r.now.
+func (r *runner) used() float64 {
+	if r.cfg.API != APILeaky {
+		return r.win.Used(r.vt(r.now))
+	}
+	return r.acc.Used(r.vt(r.now))
 }
 
 // response is the client reading the API's answer: the limiter observes it,
@@ -482,6 +506,7 @@ func (r *runner) setQuota() {
 	}
 	r.quota = q
 	r.win.Quota = q
+	r.leaky.Quota = q
 	r.quotaLog = append(r.quotaLog, quotaStep{r.now, q})
 }
 
@@ -548,7 +573,7 @@ func (r *runner) sample() {
 	s.SumRate = append(s.SumRate, sum)
 	s.Quota = append(s.Quota, r.quota*float64(time.Minute)/float64(r.cfg.Window))
 	perMin := float64(time.Minute) / float64(r.cfg.Window)
-	s.Used = append(s.Used, r.win.Used(r.vt(r.now))*perMin)
+	s.Used = append(s.Used, r.used()*perMin)
 	s.Sent = append(s.Sent, r.sent.Used(r.vt(r.now))*perMin)
 	s.Queue = append(s.Queue, queue)
 	k := int(r.now / time.Second)

@@ -94,7 +94,7 @@ func (o demoOptions) validate() error {
 			minQuota, largest, demoWindow, o.quota))
 	}
 	if !(o.rate >= lim.MinUnitsPerMinute && o.rate <= lim.MaxUnitsPerMinute) {
-		errs = append(errs, fmt.Errorf("--rate: must be from %v to %v units per minute, got %v", lim.MinUnitsPerMinute, lim.MaxUnitsPerMinute, o.rate))
+		errs = append(errs, fmt.Errorf("--rate: must be from %.0f to %.0f units per minute, got %v", lim.MinUnitsPerMinute, lim.MaxUnitsPerMinute, o.rate))
 	}
 	if o.natsPort < -1 || o.natsPort > 65535 {
 		errs = append(errs, fmt.Errorf("--nats-port: must be from 1 to 65535, or 0 or -1 for a free port, got %d", o.natsPort))

@@ -168,7 +168,7 @@ func TestDemoFlags(t *testing.T) {
 		{[]string{"--quota", "20"}, "--quota"},
 		{[]string{"--quota", "NaN"}, "--quota"},
 		{[]string{"--rate", "10"}, "--rate"},
-		{[]string{"--rate", "70000"}, "--rate"},
+		{[]string{"--rate", "20000000"}, "--rate"},
 		{[]string{"--nats-port", "70000"}, "--nats-port"},
 		{[]string{"--svg", "/nonexistent/dir/demo.svg"}, "--svg"},
 	} {

@@ -30,6 +30,10 @@ type simulateFlags struct {
 	seed      uint64
 	initial   float64
 	scaleC    float64
+	api       string
+	burst     float64
+	fill      float64
+	slowStart bool
 	json      bool
 	svg       string
 	compare   bool
@@ -87,6 +91,10 @@ time. See docs/simulator.md.`,
 	fl.Float64Var(&f.initial, "initial", 0, "initial_units_per_minute of the whole budget (default: the scenario's, 1500; ramp 600)")
 	fl.Float64Var(&f.scaleC, "cubic-scale-constant", 0, "cubic.scale_constant, units/min per s³ (default: the limiter's default)")
 	f.headers.register(fl, "the model API sends them with every response and the limiters read them")
+	fl.StringVar(&f.api, "api", string(sim.APIWindow), "model API: window (a sliding window) or leaky (a gateway's leaky bucket; strict: leaky)")
+	fl.Float64Var(&f.burst, "burst-units", 5, "with --api leaky: units a call may go ahead of the steady rate")
+	fl.Float64Var(&f.fill, "initial-fill", 0, "initial_fill: the fraction of the bucket full at start (default: the limiter's default)")
+	fl.BoolVar(&f.slowStart, "slow-start", true, "slow_start (default: the limiter's default)")
 	fl.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
 	fl.StringVar(&f.svg, "svg", "", "write a chart of the run to this SVG file")
 	fl.BoolVar(&f.compare, "compare", false, "run every mode on every scenario and print a comparison table")
@@ -115,6 +123,10 @@ func (f simulateFlags) adjust(cmd *cobra.Command) (func(*sim.Config), error) {
 		return nil, fmt.Errorf("--cubic-scale-constant: must be > 0, got %v", f.scaleC)
 	case f.delay < 0:
 		return nil, fmt.Errorf("--share-delay: must be >= 0, got %v", f.delay)
+	case changed("burst-units") && (!(f.burst >= 0) || math.IsInf(f.burst, 0)):
+		return nil, fmt.Errorf("--burst-units: must be >= 0, got %v", f.burst)
+	case changed("initial-fill") && !(f.fill >= 0 && f.fill <= 1):
+		return nil, fmt.Errorf("--initial-fill: must be between 0 and 1, got %v", f.fill)
 	}
 	share, err := sim.ParseShare(f.share)
 	if err != nil {
@@ -123,6 +135,12 @@ func (f simulateFlags) adjust(cmd *cobra.Command) (func(*sim.Config), error) {
 	headers, err := f.headers.parse()
 	if err != nil {
 		return nil, err
+	}
+	var api sim.API
+	if changed("api") {
+		if api, err = sim.ParseAPI(f.api); err != nil {
+			return nil, fmt.Errorf("--api: %w", err)
+		}
 	}
 	return func(c *sim.Config) {
 		c.Duration = f.duration
@@ -144,6 +162,18 @@ func (f simulateFlags) adjust(cmd *cobra.Command) (func(*sim.Config), error) {
 		}
 		c.Share, c.ShareDelay = share, f.delay
 		c.Headers = headers
+		if api != "" {
+			c.API = api
+		}
+		if changed("burst-units") {
+			c.BurstUnits = f.burst
+		}
+		if changed("initial-fill") {
+			c.Limiter.InitialFill = f.fill
+		}
+		if changed("slow-start") {
+			c.Limiter.SlowStart = f.slowStart
+		}
 		if c.SteadyFrom >= c.Duration {
 			c.SteadyFrom = 0
 		}

@@ -27,7 +27,9 @@ func TestUISource(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	lm := limiter.NewMetrics()
 	reg.MustRegister(lm)
-	lim, err := limiter.New(limiter.DefaultConfig(), limiter.WithMetrics(lm))
+	cfg := limiter.DefaultConfig()
+	cfg.InitialFill = 1 // full at start: the wait below takes no time
+	lim, err := limiter.New(cfg, limiter.WithMetrics(lm))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestConfigCountBounds(t *testing.T) {
 func TestConfigTypeCostBound(t *testing.T) {
 	for _, tt := range []struct{ src, want string }{
 		{"jobs:\n  types:\n    x:\n      cost: 1e308\n",
-			`config: jobs.types.x.cost: must be <= the limiter's cost bound 100000 (max_units_per_minute / instances over max_wait), got 1e+308 (line 6)`},
+			`config: jobs.types.x.cost: must be <= the limiter's cost bound 1.6666666666666666e+07 (max_units_per_minute / instances over max_wait), got 1e+308 (line 6)`},
 		{"limiter:\n  max_units_per_minute: 600\n  max_wait: 10s\njobs:\n  types:\n    x:\n      cost: 101\n",
 			`config: jobs.types.x.cost: must be <= the limiter's cost bound 100 (max_units_per_minute / instances over max_wait), got 101 (line 9)`},
 	} {

@@ -146,7 +146,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad metrics listen", minimalConfig + "metrics:\n  listen: nowhere\n",
 			nil, `config: metrics.listen: must be host:port or "off", got "nowhere" (line 4)`},
 		{"limiter rate out of range", minimalConfig + "limiter:\n  initial_units_per_minute: 10\n",
-			nil, `config: limiter.initial_units_per_minute: must be between min_units_per_minute (60) and max_units_per_minute (60000), got 10 (line 4)`},
+			nil, `config: limiter.initial_units_per_minute: must be between min_units_per_minute (60) and max_units_per_minute (10000000), got 10 (line 4)`},
 		{"section is a list", minimalConfig + "worker:\n  - 1\n",
 			nil, `config: worker: must be a mapping of keys to values (line 4)`},
 		{"in-flight over the limiter queue", minimalConfig + "worker:\n  max_in_flight: 600\n",

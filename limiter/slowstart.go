@@ -1,0 +1,98 @@
+package limiter
+
+import "time"
+
+// Slow start (docs/limiter.md, "Slow start"): before the first throttle the
+// rate grows by slowStartGrowth at most once per slowStartInterval while
+// requests wait; at the first throttle it falls back to the rate the API was
+// seen to accept.
+const (
+	slowStartGrowth   = 2.0
+	slowStartInterval = 2 * time.Second
+	// acceptWindow is the span, in whole seconds, of the accepted units
+	// the fallback reads.
+	acceptWindow = 60
+)
+
+// acceptLog counts the units of successful responses per whole second
+// since the Core's start, over the last acceptWindow seconds: a fixed ring,
+// so recording allocates nothing.
+type acceptLog struct {
+	sec   [acceptWindow]int64 // the second each slot holds, +1 (0: empty)
+	units [acceptWindow]float64
+}
+
+func (a *acceptLog) add(t time.Duration, u float64) {
+	s := int64(t / time.Second)
+	i := s % acceptWindow
+	if a.sec[i] != s+1 {
+		a.sec[i], a.units[i] = s+1, 0
+	}
+	a.units[i] += u
+}
+
+// sum returns the units recorded in the w whole seconds up to and
+// including the one of t.
+func (a *acceptLog) sum(t time.Duration, w int64) float64 {
+	s := int64(t / time.Second)
+	var total float64
+	for i := range a.sec {
+		if k := a.sec[i] - 1; a.sec[i] != 0 && k <= s && k > s-w {
+			total += a.units[i]
+		}
+	}
+	return total
+}
+
+// Accepted returns the rate, in units per minute, that the API was seen to
+// accept up to now from this instance, for slow start's fallback at a
+// throttle at now that asked to wait retryAfter: the units of the successes
+// observed in the last w whole seconds (w = 60, or fewer since the start),
+// spread over those w seconds and the wait. 0 once slow start has ended
+// (nothing is counted then).
+func (c *Core) Accepted(now time.Time, retryAfter time.Duration) (float64, time.Duration) {
+	t := c.offset(now)
+	c.advance(t)
+	return c.accepted(t, retryAfter)
+}
+
+func (c *Core) accepted(t, retryAfter time.Duration) (float64, time.Duration) {
+	if !c.adapt.SlowStart {
+		return 0, 0
+	}
+	w := min(int64(t/time.Second)+1, acceptWindow)
+	span := time.Duration(w)*time.Second + retryAfter
+	return c.acc.sum(t, w) * 60 / span.Seconds(), span
+}
+
+// slowEnd is what the throttle that ended slow start saw.
+type slowEnd struct {
+	set      bool
+	at       time.Duration
+	accepted float64
+	hold     time.Duration
+}
+
+// endSlowStart returns the accepted rate and the hold for a throttle at t,
+// and remembers them if slow start is on (the throttle ends it), so that a
+// report for that throttle made after it (Report) still carries them.
+func (c *Core) endSlowStart(t, retryAfter time.Duration) (float64, time.Duration) {
+	a, hold := c.accepted(t, retryAfter)
+	if c.adapt.SlowStart {
+		c.ended = slowEnd{set: true, at: t, accepted: a, hold: hold}
+	}
+	return a, hold
+}
+
+// fallback returns the accepted rate and the hold for a report of a
+// throttle at t: from the Core's own count during slow start, or what the
+// throttle that ended slow start at t saw; else 0.
+func (c *Core) fallback(t, retryAfter time.Duration) (float64, time.Duration) {
+	if c.adapt.SlowStart {
+		return c.accepted(t, retryAfter)
+	}
+	if c.ended.set && c.ended.at == t {
+		return c.ended.accepted, c.ended.hold
+	}
+	return 0, 0
+}

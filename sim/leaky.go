@@ -1,0 +1,94 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Leaky is the model of a gateway's leaky bucket, as nginx limit_req runs
+// one: Quota units per Span leak out at a steady rate, and a call may go
+// ahead of that steady schedule by at most Burst units.
+//
+// The bucket holds the excess: the units accepted ahead of the schedule.
+// At a call of u units the excess first leaks by the rate times the time
+// since the last accepted call, down to 0, then takes the call's units:
+// e = max(0, excess − rate·Δt + u). The call is accepted when e ≤ Burst,
+// and the excess becomes e; otherwise it is refused and nothing changes.
+// With calls of one unit this is nginx's rule: an idle bucket takes Burst+1
+// calls at once, and then one call per 1/rate.
+//
+// Time is an argument, as for Window. A Leaky is not safe for concurrent
+// use.
+type Leaky struct {
+	Span  time.Duration // default 60s when zero
+	Quota float64       // units leaking out per Span; may change between calls
+	Burst float64       // units a call may go ahead of the steady rate, >= 0
+
+	excess float64
+	last   time.Time
+}
+
+func (l *Leaky) perSecond() float64 {
+	span := l.Span
+	if span <= 0 {
+		span = DefaultWindowSpan
+	}
+	return l.Quota / span.Seconds()
+}
+
+// ahead returns the excess at now with the time since the last accepted
+// call leaked out, not clamped at zero: nginx adds a call's units before it
+// clamps.
+func (l *Leaky) ahead(now time.Time) float64 {
+	if l.last.IsZero() || !now.After(l.last) {
+		return l.excess
+	}
+	return l.excess - l.perSecond()*now.Sub(l.last).Seconds()
+}
+
+// Take asks for units at now. It accepts them (ok) when the excess with
+// them stays within Burst. Otherwise wait is the exact time until it would,
+// if nothing else is accepted meanwhile, or −1 with a zero rate. Zero
+// units always fit.
+func (l *Leaky) Take(now time.Time, units float64) (ok bool, wait time.Duration) {
+	if !(units > 0) {
+		return true, 0
+	}
+	next := l.ahead(now) + units
+	if next <= l.Burst+windowEps {
+		l.excess, l.last = math.Max(0, next), now
+		return true, 0
+	}
+	rate := l.perSecond()
+	if !(rate > 0) {
+		return false, -1
+	}
+	return false, time.Duration(math.Ceil((next - l.Burst) / rate * 1e9))
+}
+
+// Excess returns the units ahead of the steady rate at now.
+func (l *Leaky) Excess(now time.Time) float64 { return math.Max(0, l.ahead(now)) }
+
+// API names a model API.
+type API string
+
+// Model APIs.
+const (
+	// APIWindow accepts at most Quota units in any sliding Window (the
+	// default): it absorbs bursts.
+	APIWindow API = "window"
+	// APILeaky is a leaky bucket, as a gateway's per-second limiter: Quota
+	// units per Window leak out at a steady rate and BurstUnits may go
+	// ahead of it.
+	APILeaky API = "leaky"
+)
+
+// ParseAPI returns the API named s.
+func ParseAPI(s string) (API, error) {
+	switch API(s) {
+	case APIWindow, APILeaky:
+		return API(s), nil
+	}
+	return "", fmt.Errorf("sim: unknown api %q (want window or leaky)", s)
+}
