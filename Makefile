@@ -8,7 +8,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 PKGS     := ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test test-browser check bench bench-control e2e e2e-members e2e-fleet faults flood fuzz release clean bin/faults
+.PHONY: all build test test-browser check bench bench-control e2e e2e-strict e2e-members e2e-fleet faults flood fuzz release clean bin/faults
 
 all: build
 
@@ -73,6 +73,14 @@ flood: build bin/faults
 
 bin/faults:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/faults ./faults/cmd/faults
+
+# One `sluice run` with default limiter options against nginx limit_req
+# (20 requests/s, burst 5, 429 with Retry-After: 1) in front of the model
+# API: 2,000 jobs queued before the worker starts (about 2 minutes);
+# Debian's nginx-light is installed when missing.
+e2e-strict:
+	@command -v nginx >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light; }
+	GO=$(GO) sh scripts/e2e-strict.sh
 
 # The same with 3 workers in limiter.share.mode members, then with one of
 # them SIGKILLed mid-drain (docs/scaling.md). JOBS=9000 spans several
