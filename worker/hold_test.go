@@ -223,6 +223,7 @@ func TestRealLimiterPacesAttempts(t *testing.T) {
 		lcfg := limiter.DefaultConfig()
 		lcfg.InitialUnitsPerMinute = 60
 		lcfg.Burst = time.Second
+		lcfg.SlowStart = false // a fixed rate: slow start would double it every 2 s
 		lim, err := limiter.New(lcfg)
 		if err != nil {
 			t.Fatal(err)
