@@ -180,7 +180,7 @@ func TestFleetRulesPauseEnd(t *testing.T) {
 // CUBIC's curve would rise at every success; the fleet raises it at most
 // once per increase_interval, as AIMD's own rule does.
 func TestFleetRulesRaiseCUBIC(t *testing.T) {
-	f := testRules(t, func(c *Config) { c.Controller = ControllerCUBIC; c.CUBIC.ScaleConstant = 1 })
+	f := testRules(t, func(c *Config) { c.Controller = ControllerCUBIC; c.CUBIC.ScaleConstant = 1; c.SlowStart = false })
 	s := f.Start(fat(0))
 	if _, raised := f.Raise(s, fat(5), fat(4)); raised {
 		t.Fatal("raised 5 s after the increase clock started")
