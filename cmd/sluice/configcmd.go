@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +19,7 @@ func newConfigCmd() *cobra.Command {
 		Use:   "config",
 		Short: "Print an example config file, or check one",
 	}
-	cmd.AddCommand(newConfigExampleCmd(), newConfigValidateCmd())
+	cmd.AddCommand(newConfigExampleCmd(), newConfigValidateCmd(), newConfigSchemaCmd())
 	return cmd
 }
 
@@ -51,10 +53,13 @@ as the argument or with -c.`,
 				return usageError(fmt.Errorf("config validate: two files, %q and -c %q; give one", args[0], file))
 			case len(args) == 1:
 				file = args[0]
+			case file == "" && configFile("") != "":
+				file = configFile("")
 			case file == "":
-				return usageError(fmt.Errorf("config validate: no file; usage: sluice config validate FILE"))
+				return usageError(fmt.Errorf("config validate: no file; usage: sluice config validate FILE (or set %s)", config.EnvConfigFile))
 			}
-			if _, err := config.Load(file, config.Options{}); err != nil {
+			set, _ := cmd.Flags().GetStringArray("set")
+			if _, err := config.Load(file, config.Options{Set: set}); err != nil {
 				fmt.Fprintln(cmd.OutOrStdout(), err)
 				return &exitError{code: exitUsage}
 			}
@@ -62,6 +67,40 @@ as the argument or with -c.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVarP(&file, "config", "c", "", "config file to check (or give it as the argument)")
+	cmd.Flags().StringVarP(&file, "config", "c", "", "config file to check (or give it as the argument; default $SLUICE_CONFIG)")
+	cmd.Flags().StringArray("set", nil, "set a config value over the file, key.path=value (repeatable)")
 	return cmd
+}
+
+func newConfigSchemaCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of the config file, for editors",
+		Long: `schema prints the JSON Schema (draft 2020-12) of the config file. It is
+generated from the definitions that decode the file, so it names every key,
+its nesting, its type and its default, and refuses unknown keys. Any value
+may be a ${VAR} reference. The rules on values (ranges, cross-field checks)
+are checked by "sluice config validate", not by the schema.
+
+config.example.yaml names it on its first line for the YAML language server
+(VS Code, Neovim, JetBrains): save it as config.schema.json beside the file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out, err := json.MarshalIndent(config.JSONSchema(), "", "  ")
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", out)
+			return err
+		},
+	}
+}
+
+// configFile is the config file a command reads: its -c flag, else the
+// file $SLUICE_CONFIG names, else "" (the defaults).
+func configFile(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return os.Getenv(config.EnvConfigFile)
 }

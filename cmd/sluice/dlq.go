@@ -117,9 +117,9 @@ the payload and are skipped.`,
 // commandConfig loads the config file, or the defaults without one, for
 // the commands that use the queue but not the target.
 func commandConfig(file string) (config.Config, error) {
-	if file == "" {
-		cfg := config.Default()
-		return cfg, nil
+	if file = configFile(file); file == "" {
+		// The defaults, with the environment's overrides (NATS_URL...).
+		return config.Parse(nil, config.Options{NoTarget: true})
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {

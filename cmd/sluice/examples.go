@@ -46,6 +46,8 @@ var examples = map[string]string{
 	"sluice config": `  sluice config example > sluice.yaml
   sluice config validate sluice.yaml`,
 	"sluice config example": `  sluice config example > sluice.yaml`,
+	"sluice config schema": `  # Beside the config file, for editors (config.example.yaml names it)
+  sluice config schema > config.schema.json`,
 	"sluice config validate": `  sluice config validate sluice.yaml
   sluice config validate -c /etc/sluice/sluice.yaml`,
 	"sluice dlq": `  sluice dlq replay -c sluice.yaml --dry-run`,

@@ -90,6 +90,7 @@ func exitRows(f exitFixtures) map[string][]exitRow {
 		},
 		"sluice config":          {r(0, "config"), r(2, "config", "nope.yaml"), r(2, "config", "--nope")},
 		"sluice config example":  {r(0, "config", "example"), r(2, "config", "example", "extra")},
+		"sluice config schema":   {r(0, "config", "schema"), r(2, "config", "schema", "extra")},
 		"sluice config validate": {r(0, "config", "validate", f.good), r(0, "config", "validate", "-c", f.good), r(2, "config", "validate", f.bad), r(2, "config", "validate", "nope.yaml"), r(2, "config", "validate"), r(2, "config", "validate", "-c", f.good, f.bad), r(2, "config", "validate", "--nope")},
 		"sluice dlq":             {r(0, "dlq"), r(2, "dlq", "nope")},
 		"sluice dlq replay": {

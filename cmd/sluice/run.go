@@ -37,6 +37,7 @@ import (
 // replace the config file's values.
 type runFlags struct {
 	config        string
+	set           []string // --set key.path=value
 	target        string
 	maxInFlight   int
 	rate          float64
@@ -106,7 +107,8 @@ wait).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.config, "config", "c", "", "config file (default: embedded JetStream and the flags below)")
+	fl.StringVarP(&f.config, "config", "c", "", "config file (default: $SLUICE_CONFIG, else embedded JetStream and the flags below)")
+	fl.StringArrayVar(&f.set, "set", nil, "set a config value over the file and the environment, key.path=value (repeatable), e.g. --set worker.max_attempts=6")
 	fl.StringVar(&f.target, "target", "", "target API base URL (target.base_url)")
 	fl.IntVar(&f.maxInFlight, "max-in-flight", config.DefaultMaxInFlight, "most jobs held at once (worker.max_in_flight)")
 	fl.IntVar(&f.maxInFlight, "concurrency", config.DefaultMaxInFlight, "same as --max-in-flight")
@@ -127,6 +129,7 @@ wait).`,
 // set on the command line.
 func runConfig(cmd *cobra.Command, f runFlags) (config.Config, error) {
 	fl := cmd.Flags()
+	f.config = configFile(f.config)
 	if f.config == "" && !fl.Changed("target") {
 		return config.Config{}, errors.New("run: --target URL is required without -c FILE")
 	}
@@ -148,9 +151,9 @@ func runConfig(cmd *cobra.Command, f runFlags) (config.Config, error) {
 		return applySourceFlags(c, fl.Changed("nats-url"), f.natsURL, fl.Changed("data-dir"), f.dataDir, fl.Changed("nats-port"), f.natsPort)
 	}
 	if f.config == "" {
-		return config.Parse(nil, config.Options{Adjust: apply})
+		return config.Parse(nil, config.Options{Adjust: apply, Set: f.set})
 	}
-	return config.Load(f.config, config.Options{Adjust: apply})
+	return config.Load(f.config, config.Options{Adjust: apply, Set: f.set})
 }
 
 // runWorker wires the source, limiter, target and outputs into a worker and

@@ -22,6 +22,10 @@ type Options struct {
 	// flags that replace the file's values. It should delete the Lines of
 	// what it sets (a problem with it is the flag's, not the file's line).
 	Adjust func(*Config) error
+	// Set are --set arguments, "key.path=value", applied over the file
+	// and the environment's overrides (NATS_URL, GOOGLE_CLOUD_PROJECT) and
+	// under Adjust. The value is YAML, typed by the option it sets.
+	Set []string
 	// NoTarget leaves target.base_url optional: the commands that do not
 	// call the target (enqueue, status, dlq) do not need it.
 	NoTarget bool
@@ -48,6 +52,13 @@ func Parse(data []byte, o Options) (Config, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return cfg, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	ovs, err := overrides(o.Set, o.Lookup)
+	if err != nil {
+		return cfg, err
+	}
+	for _, ov := range ovs {
+		ov.apply(&doc)
 	}
 	var errs []error
 	if doc.Kind != 0 && len(doc.Content) > 0 {
