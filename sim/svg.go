@@ -43,11 +43,47 @@ func (r *Result) WriteSVG(w io.Writer) error {
 	return writeChart(w, &r.Series, r.Config.Duration.Seconds(), r.Config.Mode == ModeNone, title, []string{sub, sub2})
 }
 
+// chartScale maps time (s) and units per minute onto the plot area.
+type chartScale struct {
+	dur, yMax, yStep float64
+}
+
+func (c chartScale) x(t float64) float64 { return plotL + t/c.dur*(plotR-plotL) }
+func (c chartScale) y(v float64) float64 { return plotB - v/c.yMax*(plotB-plotT) }
+
+// chartLine is one series of the chart and its legend entry.
+type chartLine struct {
+	label, color, dash string
+	width              float64
+	vals               func(i int) float64
+}
+
 // writeChart draws the chart of s over at least dur seconds, under a title
 // and lines of notes. With sent, the units sent are drawn instead of the
 // instances' rates (mode none).
 func writeChart(w io.Writer, s *Series, dur float64, sent bool, title string, notes []string) error {
 	bw := bufio.NewWriter(w)
+	c := newChartScale(s, dur, sent)
+	fmt.Fprintf(bw, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", svgW, svgH, svgW, svgH)
+	fmt.Fprintf(bw, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", svgW, svgH)
+	fmt.Fprintf(bw, `<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", plotL, html.EscapeString(title))
+	for i, note := range notes {
+		fmt.Fprintf(bw, `<text x="%d" y="%d" fill="#444444">%s</text>`+"\n", plotL, 44+18*i, html.EscapeString(note))
+	}
+	writeAxes(bw, c)
+	lines := chartLines(s, sent)
+	for _, l := range lines {
+		writeLine(bw, c, s, l)
+	}
+	writeThrottleMarks(bw, c, s)
+	writeLegend(bw, lines)
+	fmt.Fprintln(bw, `</svg>`)
+	return bw.Flush()
+}
+
+// newChartScale fits the axes to s over at least dur seconds: the time
+// axis to the last sample, the rate axis to the highest value drawn.
+func newChartScale(s *Series, dur float64, sent bool) chartScale {
 	if n := len(s.T); n > 0 {
 		dur = math.Max(dur, s.T[n-1])
 	}
@@ -64,17 +100,12 @@ func writeChart(w io.Writer, s *Series, dur float64, sent bool, title string, no
 		}
 	}
 	yMax, yStep := niceScale(top * 1.1)
-	x := func(t float64) float64 { return plotL + t/dur*(plotR-plotL) }
-	y := func(v float64) float64 { return plotB - v/yMax*(plotB-plotT) }
+	return chartScale{dur: dur, yMax: yMax, yStep: yStep}
+}
 
-	fmt.Fprintf(bw, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", svgW, svgH, svgW, svgH)
-	fmt.Fprintf(bw, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", svgW, svgH)
-	fmt.Fprintf(bw, `<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", plotL, html.EscapeString(title))
-	for i, note := range notes {
-		fmt.Fprintf(bw, `<text x="%d" y="%d" fill="#444444">%s</text>`+"\n", plotL, 44+18*i, html.EscapeString(note))
-	}
-
-	// Grid and axes.
+// writeAxes draws the grid, the axes, their ticks and their titles.
+func writeAxes(bw *bufio.Writer, c chartScale) {
+	x, y, dur, yMax, yStep := c.x, c.y, c.dur, c.yMax, c.yStep
 	fmt.Fprintln(bw, `<g stroke="#e0e0e0" stroke-width="1">`)
 	for v := 0.0; v <= yMax+yStep/2; v += yStep {
 		fmt.Fprintf(bw, `<line x1="%d" y1="%s" x2="%d" y2="%s"/>`+"\n", plotL, f1(y(v)), plotR, f1(y(v)))
@@ -97,71 +128,79 @@ func writeChart(w io.Writer, s *Series, dur float64, sent bool, title string, no
 	fmt.Fprintf(bw, `<path d="M%d %dV%dH%d" fill="none" stroke="#333333"/>`+"\n", plotL, plotT, plotB, plotR)
 	fmt.Fprintf(bw, `<text x="%d" y="%d" text-anchor="middle" fill="#333333">time (min:s)</text>`+"\n", (plotL+plotR)/2, plotB+markerH+38)
 	fmt.Fprintf(bw, `<text transform="translate(22 %d) rotate(-90)" text-anchor="middle" fill="#333333">units per minute</text>`+"\n", (plotT+plotB)/2)
+}
 
-	// Series.
-	type line struct {
-		label, color, dash string
-		width              float64
-		vals               func(i int) float64
-	}
-	var lines []line
-	lines = append(lines, line{"hidden quota", "#000000", "6 4", 1.5, func(i int) float64 { return s.Quota[i] }})
-	lines = append(lines, line{"units used, trailing window", "#f28e2b", "", 2, func(i int) float64 { return s.Used[i] }})
+// chartLines returns the series drawn: the quota, the units used, and
+// either the units sent or each instance's rate and their sum.
+func chartLines(s *Series, sent bool) []chartLine {
+	var lines []chartLine
+	lines = append(lines, chartLine{"hidden quota", "#000000", "6 4", 1.5, func(i int) float64 { return s.Quota[i] }})
+	lines = append(lines, chartLine{"units used, trailing window", "#f28e2b", "", 2, func(i int) float64 { return s.Used[i] }})
 	if sent {
-		lines = append(lines, line{"units sent, trailing window", "#1f3b73", "", 2, func(i int) float64 { return s.Sent[i] }})
+		lines = append(lines, chartLine{"units sent, trailing window", "#1f3b73", "", 2, func(i int) float64 { return s.Sent[i] }})
 	} else {
 		for k := range s.Instances {
-			lines = append(lines, line{fmt.Sprintf("instance %d rate", k+1), instanceColors[k%len(instanceColors)], "", 1.2, func(i int) float64 {
+			lines = append(lines, chartLine{fmt.Sprintf("instance %d rate", k+1), instanceColors[k%len(instanceColors)], "", 1.2, func(i int) float64 {
 				if k < len(s.Rates[i]) {
 					return s.Rates[i][k]
 				}
 				return math.NaN()
 			}})
 		}
-		lines = append(lines, line{"sum of rates", "#1f3b73", "", 2.2, func(i int) float64 { return s.SumRate[i] }})
+		lines = append(lines, chartLine{"sum of rates", "#1f3b73", "", 2.2, func(i int) float64 { return s.SumRate[i] }})
 	}
-	for _, l := range lines {
-		var d strings.Builder
-		pen := false
-		for i, t := range s.T {
-			v := l.vals(i)
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				pen = false
-				continue
-			}
-			if pen {
-				d.WriteString("L")
-			} else {
-				d.WriteString("M")
-				pen = true
-			}
-			d.WriteString(f1(x(t)))
-			d.WriteString(" ")
-			d.WriteString(f1(y(math.Min(v, yMax))))
-		}
-		if d.Len() == 0 {
+	return lines
+}
+
+// writeLine draws l as a path, lifting the pen over values that are not
+// finite and clipping at the top of the rate axis.
+func writeLine(bw *bufio.Writer, c chartScale, s *Series, l chartLine) {
+	var d strings.Builder
+	pen := false
+	for i, t := range s.T {
+		v := l.vals(i)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			pen = false
 			continue
 		}
-		dash := ""
-		if l.dash != "" {
-			dash = fmt.Sprintf(` stroke-dasharray="%s"`, l.dash)
+		if pen {
+			d.WriteString("L")
+		} else {
+			d.WriteString("M")
+			pen = true
 		}
-		fmt.Fprintf(bw, `<path d="%s" fill="none" stroke="%s" stroke-width="%s"%s stroke-linejoin="round"><title>%s</title></path>`+"\n",
-			d.String(), l.color, f1(l.width), dash, html.EscapeString(l.label))
+		d.WriteString(f1(c.x(t)))
+		d.WriteString(" ")
+		d.WriteString(f1(c.y(math.Min(v, c.yMax))))
 	}
+	if d.Len() == 0 {
+		return
+	}
+	dash := ""
+	if l.dash != "" {
+		dash = fmt.Sprintf(` stroke-dasharray="%s"`, l.dash)
+	}
+	fmt.Fprintf(bw, `<path d="%s" fill="none" stroke="%s" stroke-width="%s"%s stroke-linejoin="round"><title>%s</title></path>`+"\n",
+		d.String(), l.color, f1(l.width), dash, html.EscapeString(l.label))
+}
 
-	// 429 marks under the time axis.
+// writeThrottleMarks draws a mark under the time axis for every second
+// with a 429.
+func writeThrottleMarks(bw *bufio.Writer, c chartScale, s *Series) {
 	var m strings.Builder
 	for i, t := range s.T {
 		if s.Throttles[i] > 0 {
-			fmt.Fprintf(&m, "M%s %dv%d", f1(x(t-0.5)), plotB+2, markerH)
+			fmt.Fprintf(&m, "M%s %dv%d", f1(c.x(t-0.5)), plotB+2, markerH)
 		}
 	}
 	if m.Len() > 0 {
 		fmt.Fprintf(bw, `<path d="%s" stroke="#e15759" stroke-width="1.5"><title>429 responses</title></path>`+"\n", m.String())
 	}
+}
 
-	// Legend.
+// writeLegend draws an entry for every line and one for the 429 marks,
+// wrapping to a new row at the right edge of the plot.
+func writeLegend(bw *bufio.Writer, lines []chartLine) {
 	type entry struct{ label, color, dash string }
 	entries := make([]entry, 0, len(lines)+1)
 	for _, l := range lines {
@@ -185,8 +224,6 @@ func writeChart(w io.Writer, s *Series, dur float64, sent bool, title string, no
 		fmt.Fprintf(bw, `<text x="%s" y="%s">%s</text>`+"\n", f1(lx+28), f1(ly), html.EscapeString(e.label))
 		lx += width
 	}
-	fmt.Fprintln(bw, `</svg>`)
-	return bw.Flush()
 }
 
 func finite(v float64) float64 {
