@@ -141,31 +141,7 @@ func TestLiveControls(t *testing.T) {
 		t.Fatalf("after the drop's end: quota %v, drop ends %v; want 3000, 0", s.Quota, s.DropEnds)
 	}
 
-	// One more instance: every limiter rescales, the sum is kept.
-	before := l.State().SumRate
-	if err := l.SetInstances(3); err != nil {
-		t.Fatal(err)
-	}
-	s = l.State()
-	if len(s.Instances) != 3 || s.Instances[2].Index != 2 || l.Instances() != 3 {
-		t.Fatalf("after SetInstances(3): %d instances (last index %d)", len(s.Instances), s.Instances[len(s.Instances)-1].Index)
-	}
-	old := s.Instances[0].Rate + s.Instances[1].Rate
-	if math.Abs(old-before*2/3) > 1e-6 {
-		t.Errorf("the two instances' rates add up to %v after a third joined, want %v·2/3", old, before)
-	}
-	if err := l.SetInstances(1); err != nil {
-		t.Fatal(err)
-	}
-	if s := l.State(); len(s.Instances) != 1 || s.Instances[0].Index != 0 {
-		t.Fatalf("after SetInstances(1): %+v", s.Instances)
-	}
-	if err := l.SetInstances(2); err != nil {
-		t.Fatal(err)
-	}
-	if s := l.State(); s.Instances[1].Index != 3 {
-		t.Errorf("a new instance got index %d, want 3", s.Instances[1].Index)
-	}
+	checkLiveInstances(t, l)
 
 	// The quota: the window follows it, a drop keeps its units.
 	if err := l.SetQuota(6000); err != nil {
@@ -195,6 +171,43 @@ func TestLiveControls(t *testing.T) {
 		t.Errorf("with no demand, %d calls became %d in a minute", n, s.Requests)
 	}
 
+	checkLiveRefusesBadInput(t, l, c)
+}
+
+// checkLiveInstances changes the number of instances of l: one more
+// rescales every limiter and keeps the sum; a new instance gets a new index.
+func checkLiveInstances(t *testing.T, l *Live) {
+	t.Helper()
+	before := l.State().SumRate
+	if err := l.SetInstances(3); err != nil {
+		t.Fatal(err)
+	}
+	s := l.State()
+	if len(s.Instances) != 3 || s.Instances[2].Index != 2 || l.Instances() != 3 {
+		t.Fatalf("after SetInstances(3): %d instances (last index %d)", len(s.Instances), s.Instances[len(s.Instances)-1].Index)
+	}
+	old := s.Instances[0].Rate + s.Instances[1].Rate
+	if math.Abs(old-before*2/3) > 1e-6 {
+		t.Errorf("the two instances' rates add up to %v after a third joined, want %v·2/3", old, before)
+	}
+	if err := l.SetInstances(1); err != nil {
+		t.Fatal(err)
+	}
+	if s := l.State(); len(s.Instances) != 1 || s.Instances[0].Index != 0 {
+		t.Fatalf("after SetInstances(1): %+v", s.Instances)
+	}
+	if err := l.SetInstances(2); err != nil {
+		t.Fatal(err)
+	}
+	if s := l.State(); s.Instances[1].Index != 3 {
+		t.Errorf("a new instance got index %d, want 3", s.Instances[1].Index)
+	}
+}
+
+// checkLiveRefusesBadInput checks that every control of l, and NewLive
+// of c, refuses a value out of range.
+func checkLiveRefusesBadInput(t *testing.T, l *Live, c Config) {
+	t.Helper()
 	for _, tc := range []struct {
 		name string
 		err  error
