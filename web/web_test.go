@@ -141,102 +141,11 @@ func TestSimStream(t *testing.T) {
 		if f0.T != 0 || f0.Mode != "aimd" || len(f0.Instances) != 2 || f0.BaseQuota != 3000 || f0.Demand != 2000 {
 			t.Fatalf("first frame %+v, want t 0, aimd, 2 instances, quota 3000, demand 2000", f0)
 		}
-		// One second of real time: 12 frames (80ms apart), 10 virtual
-		// seconds.
-		start := time.Now()
-		var last testFrame
-		n := 0
-		for time.Since(start) < time.Second {
-			last = frame(t, r)
-			n++
-		}
-		if n < 10 {
-			t.Errorf("%d frames in a second, want 10 or more", n)
-		}
-		if math.Abs(last.T-10*time.Since(start).Seconds()) > 1e-6 {
-			t.Errorf("virtual time %v after %v of real time at speed 10", last.T, time.Since(start))
-		}
-		calls := 0
-		for range 10 {
-			calls += len(frame(t, r).Calls)
-		}
-		if calls == 0 {
-			t.Error("no calls in 8 virtual seconds")
-		}
+		checkStreamPace(t, r)
 
-		// A control is applied between two frames and shows in the next.
-		post := func(body string) (int, string) {
-			var code int
-			var out string
-			got := make(chan struct{})
-			go func() {
-				code, out = control(srv, strings.ReplaceAll(body, "ID", info.Session))
-				close(got)
-			}()
-			for {
-				select {
-				case <-got:
-					frame(t, r) // the frame right after the control
-					return code, out
-				default:
-					frame(t, r)
-				}
-			}
-		}
-		if code, body := post(`{"session":"ID","op":"drop","value":true}`); code != 200 {
-			t.Fatalf("drop: %d %s", code, body)
-		}
-		if f := frame(t, r); f.DropEnds == nil || f.Quota != 1500 {
-			t.Errorf("after drop: quota %v, drop ends %v", f.Quota, f.DropEnds)
-		}
-		if code, body := post(`{"session":"ID","op":"drop","value":true}`); code != 400 || !strings.Contains(body, "already dropped") {
-			t.Errorf("second drop: %d %s", code, body)
-		}
-		if code, _ := post(`{"session":"ID","op":"pause","value":true}`); code != 200 {
-			t.Fatal("pause failed")
-		}
-		a, b := frame(t, r), frame(t, r)
-		if !a.Paused || a.T != b.T {
-			t.Errorf("paused, yet the clock went %v → %v", a.T, b.T)
-		}
-		post(`{"session":"ID","op":"pause","value":false}`)
-		post(`{"session":"ID","op":"add","value":true}`)
-		if f := frame(t, r); len(f.Instances) != 3 {
-			t.Errorf("after add: %d instances", len(f.Instances))
-		}
-		post(`{"session":"ID","op":"scenario","value":"no-limiter"}`)
-		if f := frame(t, r); f.Mode != "none" || f.T > 5 || len(f.Instances) != 3 || f.SumRate != nil || f.Instances[0].Rate != nil {
-			t.Errorf("after no-limiter: %+v, want mode none restarted with 3 instances and no rates", f)
-		}
-		post(`{"session":"ID","op":"quota","value":5000}`)
-		post(`{"session":"ID","op":"demand","value":100}`)
-		post(`{"session":"ID","op":"speed","value":50}`)
-		if f := frame(t, r); f.BaseQuota != 5000 || f.Demand != 100 || f.Speed != 50 {
-			t.Errorf("after quota, demand, speed: %v %v %v", f.BaseQuota, f.Demand, f.Speed)
-		}
-		post(`{"session":"ID","op":"scenario","value":"first-throttle"}`)
-		if f := frame(t, r); f.Mode != "aimd" || f.BaseQuota != 3000 || f.Demand != 2000 || len(f.Instances) != 2 {
-			t.Errorf("after first-throttle: %+v, want the reference run", f)
-		}
-		for _, bad := range []string{
-			`{"session":"ID","op":"quota","value":0}`,
-			`{"session":"ID","op":"quota","value":"x"}`,
-			`{"session":"ID","op":"speed","value":1000}`,
-			`{"session":"ID","op":"mode","value":"fast"}`,
-			`{"session":"ID","op":"instances","value":17}`,
-			`{"session":"ID","op":"scenario","value":"ramp"}`,
-			`{"session":"ID","op":"explode"}`,
-		} {
-			if code, body := post(bad); code != 400 || !strings.Contains(body, "web: ") {
-				t.Errorf("%s: %d %s, want 400 with the reason", bad, code, body)
-			}
-		}
-		if code, _ := control(srv, `{"session":"nope","op":"reset"}`); code != 404 {
-			t.Errorf("unknown session: %d, want 404", code)
-		}
-		if code, _ := control(srv, `{"session":"x","op":"reset","extra":1}`); code != 400 {
-			t.Errorf("unknown field: %d, want 400", code)
-		}
+		st := &simStream{t: t, srv: srv, r: r, session: info.Session}
+		checkStreamControls(st)
+		checkStreamRefusesBadControls(st)
 
 		cancel()
 		// The handler may be writing a frame: keep reading until it ends.
@@ -250,6 +159,132 @@ func TestSimStream(t *testing.T) {
 			t.Errorf("control of an ended session: %d, want 404", code)
 		}
 	})
+}
+
+// checkStreamPace reads one second of real time of the stream at speed 10:
+// 12 frames (80ms apart), 10 virtual seconds; then calls in the next 10
+// frames.
+func checkStreamPace(t *testing.T, r *bufio.Reader) {
+	t.Helper()
+	start := time.Now()
+	var last testFrame
+	n := 0
+	for time.Since(start) < time.Second {
+		last = frame(t, r)
+		n++
+	}
+	if n < 10 {
+		t.Errorf("%d frames in a second, want 10 or more", n)
+	}
+	if math.Abs(last.T-10*time.Since(start).Seconds()) > 1e-6 {
+		t.Errorf("virtual time %v after %v of real time at speed 10", last.T, time.Since(start))
+	}
+	calls := 0
+	for range 10 {
+		calls += len(frame(t, r).Calls)
+	}
+	if calls == 0 {
+		t.Error("no calls in 8 virtual seconds")
+	}
+}
+
+// simStream is an open event stream of a SimServer and its session.
+type simStream struct {
+	t       *testing.T
+	srv     *SimServer
+	r       *bufio.Reader
+	session string
+}
+
+// post sends a control (ID in body stands for the session) while reading
+// frames, as a browser does, and reads the frame right after it: a control
+// is applied between two frames and shows in the next.
+func (st *simStream) post(body string) (int, string) {
+	t, srv, r := st.t, st.srv, st.r
+	var code int
+	var out string
+	got := make(chan struct{})
+	go func() {
+		code, out = control(srv, strings.ReplaceAll(body, "ID", st.session))
+		close(got)
+	}()
+	for {
+		select {
+		case <-got:
+			frame(t, r) // the frame right after the control
+			return code, out
+		default:
+			frame(t, r)
+		}
+	}
+}
+
+// checkStreamControls applies each control and checks that it shows in
+// the next frame.
+func checkStreamControls(st *simStream) {
+	t, r, post := st.t, st.r, st.post
+	t.Helper()
+	if code, body := post(`{"session":"ID","op":"drop","value":true}`); code != 200 {
+		t.Fatalf("drop: %d %s", code, body)
+	}
+	if f := frame(t, r); f.DropEnds == nil || f.Quota != 1500 {
+		t.Errorf("after drop: quota %v, drop ends %v", f.Quota, f.DropEnds)
+	}
+	if code, body := post(`{"session":"ID","op":"drop","value":true}`); code != 400 || !strings.Contains(body, "already dropped") {
+		t.Errorf("second drop: %d %s", code, body)
+	}
+	if code, _ := post(`{"session":"ID","op":"pause","value":true}`); code != 200 {
+		t.Fatal("pause failed")
+	}
+	a, b := frame(t, r), frame(t, r)
+	if !a.Paused || a.T != b.T {
+		t.Errorf("paused, yet the clock went %v → %v", a.T, b.T)
+	}
+	post(`{"session":"ID","op":"pause","value":false}`)
+	post(`{"session":"ID","op":"add","value":true}`)
+	if f := frame(t, r); len(f.Instances) != 3 {
+		t.Errorf("after add: %d instances", len(f.Instances))
+	}
+	post(`{"session":"ID","op":"scenario","value":"no-limiter"}`)
+	if f := frame(t, r); f.Mode != "none" || f.T > 5 || len(f.Instances) != 3 || f.SumRate != nil || f.Instances[0].Rate != nil {
+		t.Errorf("after no-limiter: %+v, want mode none restarted with 3 instances and no rates", f)
+	}
+	post(`{"session":"ID","op":"quota","value":5000}`)
+	post(`{"session":"ID","op":"demand","value":100}`)
+	post(`{"session":"ID","op":"speed","value":50}`)
+	if f := frame(t, r); f.BaseQuota != 5000 || f.Demand != 100 || f.Speed != 50 {
+		t.Errorf("after quota, demand, speed: %v %v %v", f.BaseQuota, f.Demand, f.Speed)
+	}
+	post(`{"session":"ID","op":"scenario","value":"first-throttle"}`)
+	if f := frame(t, r); f.Mode != "aimd" || f.BaseQuota != 3000 || f.Demand != 2000 || len(f.Instances) != 2 {
+		t.Errorf("after first-throttle: %+v, want the reference run", f)
+	}
+}
+
+// checkStreamRefusesBadControls checks that a bad control gets a 400 with
+// the reason, an unknown session a 404 and an unknown field a 400.
+func checkStreamRefusesBadControls(st *simStream) {
+	t, srv, post := st.t, st.srv, st.post
+	t.Helper()
+	for _, bad := range []string{
+		`{"session":"ID","op":"quota","value":0}`,
+		`{"session":"ID","op":"quota","value":"x"}`,
+		`{"session":"ID","op":"speed","value":1000}`,
+		`{"session":"ID","op":"mode","value":"fast"}`,
+		`{"session":"ID","op":"instances","value":17}`,
+		`{"session":"ID","op":"scenario","value":"ramp"}`,
+		`{"session":"ID","op":"explode"}`,
+	} {
+		if code, body := post(bad); code != 400 || !strings.Contains(body, "web: ") {
+			t.Errorf("%s: %d %s, want 400 with the reason", bad, code, body)
+		}
+	}
+	if code, _ := control(srv, `{"session":"nope","op":"reset"}`); code != 404 {
+		t.Errorf("unknown session: %d, want 404", code)
+	}
+	if code, _ := control(srv, `{"session":"x","op":"reset","extra":1}`); code != 400 {
+		t.Errorf("unknown field: %d, want 400", code)
+	}
 }
 
 // TestSimSessionsBounded: streams beyond MaxSessions are refused.
