@@ -347,8 +347,13 @@ func (l *Limiter) Observe(t Ticket, o call.Outcome) {
 	case after > before:
 		l.log.Debug("limiter: rate raised", "from", before, "to", after)
 	}
-	if paused && (!wasPaused || o.Kind == call.Throttle) && o.RetryAfter > 0 {
+	// One info line when a pause starts; the throttles that extend it
+	// (a burst of 429s) are debug lines, so a burst logs once.
+	switch {
+	case paused && !wasPaused && o.RetryAfter > 0:
 		l.log.Info("limiter: paused", "status", o.Status, "retry_after", o.RetryAfter, "until", until)
+	case paused && o.Kind == call.Throttle && o.RetryAfter > 0:
+		l.log.Debug("limiter: pause extended", "status", o.Status, "retry_after", o.RetryAfter, "until", until)
 	}
 }
 
