@@ -55,7 +55,10 @@ type Config struct {
 	// BackoffBase and BackoffCap shape the wait between attempts:
 	// exponential with full jitter, a random time in
 	// [0, min(BackoffCap, BackoffBase·2^(n-1))] after the n-th attempt, and
-	// never less than the response's Retry-After. Defaults 1s and 30s.
+	// never less than the response's Retry-After. No wait between two
+	// attempts exceeds BackoffCap: a longer Retry-After hands the job back
+	// to the queue with that delay (capped at MaxRedeliveryDelay), freeing
+	// its slot. Defaults 1s and 30s.
 	BackoffBase time.Duration
 	BackoffCap  time.Duration
 	// MaxDeliveries: a job whose attempts all fail with a throttle, a 5xx
@@ -79,6 +82,11 @@ type Config struct {
 	SettleTimeout time.Duration
 	// ResultHeaders are the response headers copied into result records.
 	ResultHeaders []string
+	// SuccessStatuses are the 3xx statuses that count as a success
+	// (target.success_statuses). Redirects are never followed: any other
+	// 3xx is dead-lettered with ReasonRedirect, since the target never
+	// handled the job.
+	SuccessStatuses []int
 	// BodyExcerptBytes is the length of the response body excerpt in a
 	// dead-letter record. Default 1024.
 	BodyExcerptBytes int

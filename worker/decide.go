@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/call"
@@ -61,12 +62,15 @@ const (
 	// ReasonMaxDeliveries: the job failed with a throttle, a 5xx, a network
 	// error or a timeout on its last allowed delivery.
 	ReasonMaxDeliveries
+	// ReasonRedirect: the target answered a 3xx that is not in
+	// SuccessStatuses; redirects are not followed, so the job was not done.
+	ReasonRedirect
 	numReasons
 )
 
 var reasonNames = [...]string{
 	"", "envelope_too_large", "bad_json", "unknown_type", "bad_cost", "body_conflict", "bad_body_base64",
-	"bad_method", "bad_path", "bad_header", "invalid_request", "client_error", "max_deliveries",
+	"bad_method", "bad_path", "bad_header", "invalid_request", "client_error", "max_deliveries", "redirect",
 }
 
 // String returns the reason as dead-letter records spell it, such as
@@ -150,11 +154,13 @@ type Decision struct {
 //
 //   - StepInvalid: dead letter with the reason.
 //   - StepRejected: release when shutting down, else nak with RejectedDelay.
-//   - StepCalled, success (status < 400): ack.
+//   - StepCalled, success (status < 400): ack; but a 3xx not in
+//     SuccessStatuses is dead-lettered (redirect).
 //   - StepCalled, a 4xx that is not a throttle: dead letter (client_error).
 //   - StepCalled, throttle, 5xx or network error: release when shutting
 //     down; retry before MaxAttempts, after max(Retry-After, backoff by attempt
-//     count capped at BackoffCap); dead letter (max_deliveries) once the
+//     count capped at BackoffCap), when the Retry-After is at most BackoffCap
+//     (a longer one goes on to the nak below, freeing the slot); dead letter (max_deliveries) once the
 //     delivery count reached MaxDeliveries; else nak with max(Retry-After,
 //     backoff by delivery count), capped at MaxRedeliveryDelay.
 func Decide(cfg Config, f Facts) Decision {
@@ -169,6 +175,9 @@ func Decide(cfg Config, f Facts) Decision {
 	}
 	switch f.Call.Kind {
 	case call.Success:
+		if f.Call.Status >= 300 && f.Call.Status < 400 && !slices.Contains(cfg.SuccessStatuses, f.Call.Status) {
+			return Decision{Action: ActionDeadLetter, Reason: ReasonRedirect, Outcome: OutcomeDeadLettered}
+		}
 		return Decision{Action: ActionAck, Outcome: OutcomeSucceeded}
 	case call.ClientError:
 		return Decision{Action: ActionDeadLetter, Reason: ReasonClientError, Outcome: OutcomeDeadLettered}
@@ -177,7 +186,9 @@ func Decide(cfg Config, f Facts) Decision {
 	switch {
 	case f.ShuttingDown:
 		return Decision{Action: ActionRelease, Outcome: OutcomeReleased}
-	case f.Attempts < cfg.MaxAttempts:
+	case f.Attempts < cfg.MaxAttempts && f.Call.RetryAfter <= cfg.BackoffCap:
+		// Never a wait longer than BackoffCap while holding the slot: a
+		// longer Retry-After falls through to a Nak with that delay.
 		wait := max(f.Call.RetryAfter, backoff(cfg.BackoffBase, f.Attempts, cfg.BackoffCap, f.Jitter))
 		return Decision{Action: ActionRetry, Delay: wait}
 	case f.Deliveries >= cfg.MaxDeliveries:

@@ -25,6 +25,9 @@ var decisionRows = []struct {
 	{"success (status < 400)",
 		Facts{Step: StepCalled, Call: call.Outcome{Kind: call.Success, Status: 200}, Attempts: 1, Deliveries: 1},
 		Decision{Action: ActionAck, Outcome: OutcomeSucceeded}},
+	{"a 3xx not in `target.success_statuses` [none]",
+		Facts{Step: StepCalled, Call: call.Outcome{Kind: call.Success, Status: 307}, Attempts: 1, Deliveries: 1},
+		Decision{Action: ActionDeadLetter, Reason: ReasonRedirect, Outcome: OutcomeDeadLettered}},
 	{"a 4xx that is not a throttle (400, 404, 410, 422…)",
 		Facts{Step: StepCalled, Call: call.Outcome{Kind: call.ClientError, Status: 404}, Attempts: 1, Deliveries: 1},
 		Decision{Action: ActionDeadLetter, Reason: ReasonClientError, Outcome: OutcomeDeadLettered}},
@@ -36,6 +39,11 @@ var decisionRows = []struct {
 	{"… and the delivery count has reached `max_deliveries` [10]",
 		Facts{Step: StepCalled, Call: call.Outcome{Kind: call.ServerError, Status: 503}, Attempts: 4, Deliveries: 10, Jitter: 1},
 		Decision{Action: ActionDeadLetter, Reason: ReasonMaxDeliveries, Outcome: OutcomeDeadLettered}},
+	// Retry-After: 999999999 on the first attempt: no retry holding the
+	// slot, a nak with the delay capped at max_redelivery_delay.
+	{"throttle with a Retry-After longer than `backoff.cap` [30s]",
+		Facts{Step: StepCalled, Call: throttle(999999999 * time.Second), Attempts: 1, Deliveries: 1, Jitter: 1},
+		Decision{Action: ActionNak, Delay: 10 * time.Minute, Outcome: OutcomeRedelivered}},
 	{"the limiter rejected the request (queue full, waited `max_wait`)",
 		Facts{Step: StepRejected, Attempts: 0, Deliveries: 1},
 		Decision{Action: ActionNak, Delay: 2 * time.Second, Outcome: OutcomeRejected}},

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -53,6 +54,10 @@ func (w *Worker) deliver(ctx, reqCtx context.Context, d *delivery) (Decision, ca
 		}
 	}
 	log := w.jobLog(d)
+	if err := w.checkCost(job); err != nil {
+		log.Warn("job cost above the limiter's cost bound; dead-lettering it", "units", job.Cost, "err", err)
+		return w.invalid(d, err), call.Response{}
+	}
 	for {
 		f, resp := w.attempt(ctx, reqCtx, d, log)
 		if f.Step == StepInvalid {
@@ -110,7 +115,9 @@ func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery, log *slog.Log
 		endSpan(0, ReasonInvalidRequest.String(), err)
 		return Facts{Step: StepInvalid}, sent{err: err}
 	case err != nil && !errors.As(err, &se):
-		resp = call.Response{Outcome: call.Outcome{Kind: call.NetworkError}}
+		// No usable answer; the status stays when the headers arrived
+		// before the failure (a body that stalled).
+		resp = call.Response{Status: resp.Status, Outcome: call.Outcome{Kind: call.NetworkError}}
 	default:
 		err = nil // the response says it all
 	}
@@ -122,6 +129,27 @@ func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery, log *slog.Log
 	d.lastStatus, d.lastBody, d.lastErr = resp.Status, resp.Body, err
 	log.Debug("attempt", "attempt", d.attempts, "status", resp.Status, "result", resp.Outcome.Kind.String(), "units", job.Cost)
 	return facts(StepCalled, resp.Outcome), sent{Response: resp, err: err}
+}
+
+// costBounder is a limiter that tells the most units one request may
+// take (*limiter.Limiter: max_units_per_minute over max_wait).
+type costBounder interface {
+	CostBound() float64
+}
+
+// checkCost returns a bad_cost *InvalidJobError for a job that costs more
+// than the limiter's cost bound: it could never be paid for within
+// max_wait, and would hold every later job back.
+func (w *Worker) checkCost(job Job) error {
+	cb, ok := w.deps.Limiter.(costBounder)
+	if !ok {
+		return nil
+	}
+	if bound := cb.CostBound(); job.Cost > bound {
+		return &InvalidJobError{Reason: ReasonBadCost,
+			Detail: fmt.Sprintf("cost %g is above the limiter's cost bound %g (max_units_per_minute over max_wait)", job.Cost, bound)}
+	}
+	return nil
 }
 
 // isInvalid reports whether err says that a request cannot be made.

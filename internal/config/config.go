@@ -65,6 +65,9 @@ type Target struct {
 	RateLimitReset   string `yaml:"rate_limit_reset"`
 	// LogURLPath shows URL paths in logs; by default they are secret.
 	LogURLPath bool `yaml:"log_url_path"`
+	// SuccessStatuses are the 3xx statuses that count as a success; any
+	// other 3xx is dead-lettered as redirect (worker.Config.SuccessStatuses).
+	SuccessStatuses []int `yaml:"success_statuses"`
 	// IdempotencyHeader carries the job id on every attempt; "" sends none.
 	IdempotencyHeader string `yaml:"idempotency_header"`
 }

@@ -107,6 +107,7 @@ func (c *Config) WorkerConfig(ackWait time.Duration) worker.Config {
 		ShutdownTimeout:    w.ShutdownTimeout,
 		AckWait:            ackWait,
 		ResultHeaders:      c.Results.Headers,
+		SuccessStatuses:    c.Target.SuccessStatuses,
 		Jobs: worker.JobsConfig{
 			Envelope:         c.Jobs.Envelope,
 			Strict:           c.Jobs.Strict,
