@@ -383,6 +383,7 @@ type workerOpts struct {
 	ShutdownTimeout time.Duration
 	Metrics         bool
 	LogLevel        string
+	TrustJobCost    bool // jobs.trust_job_cost: an envelope's cost counts
 	// Embedded runs the queue in the worker (url: embedded); every
 	// worker shares the server of the first.
 	Embedded bool
@@ -449,6 +450,7 @@ target:
   timeout: %s
 jobs:
   strict: %v
+  trust_job_cost: %v
   types:
     default: {method: POST, path: /jobs, cost: 1}
 limiter:
@@ -467,7 +469,7 @@ worker:
 dead_letters: {kind: nats}
 metrics: {listen: %q}
 log: {format: json, level: %s}
-`, e.name, id, url, filepath.Join(e.dir, "embedded-store"), e.embeddedPort, o.Setup, ackWait, target, o.TargetTimeout, o.Strict,
+`, e.name, id, url, filepath.Join(e.dir, "embedded-store"), e.embeddedPort, o.Setup, ackWait, target, o.TargetTimeout, o.Strict, o.TrustJobCost,
 		o.UnitsPerMinute > 0, rate, max(rate, 600), o.Instances,
 		id, o.MaxInFlight, o.ShutdownTimeout, listen, o.LogLevel)
 	path := filepath.Join(e.dir, id+".yaml")

@@ -1,0 +1,312 @@
+package faults
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// hostileKind is how the hostile target treats one job, and what must
+// become of the job.
+type hostileKind struct {
+	name string
+	// dead is the dead-letter reason the job must end with; "" means it
+	// must succeed (reach the target exactly once).
+	dead string
+	// first answers the job's first call instead of the target; nil
+	// forwards every call. Later calls are forwarded.
+	first func(w http.ResponseWriter, r *http.Request, h *hostileTarget)
+	// always answers every call (the job never reaches the target).
+	always func(w http.ResponseWriter, r *http.Request, h *hostileTarget)
+	// cost is the job envelope's cost (0: none).
+	cost float64
+}
+
+// malformedRetryAfter are Retry-After values no parser should trust.
+var malformedRetryAfter = []string{
+	"soon", "-5", "1e400", "99999999999999999999999", "Wed, 99 Foo 2026 25:61:61 GMT", "0x10",
+	strings.Repeat("9", 4096), "1.5.5", " ", "NaN",
+}
+
+// hostileKinds are the job kinds of the hostile-target scenario with
+// their share of the jobs, in percent; the rest are plain jobs.
+var hostileKinds = []struct {
+	kind    hostileKind
+	percent int
+}{
+	{hostileKind{name: "huge-retry-after", first: func(w http.ResponseWriter, _ *http.Request, _ *hostileTarget) {
+		w.Header().Set("Retry-After", "999999999")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}}, 4},
+	{hostileKind{name: "far-retry-after-date", first: func(w http.ResponseWriter, _ *http.Request, _ *hostileTarget) {
+		w.Header().Set("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}}, 3},
+	{hostileKind{name: "malformed-retry-after", first: func(w http.ResponseWriter, _ *http.Request, h *hostileTarget) {
+		w.Header().Set("Retry-After", malformedRetryAfter[h.seq.Add(1)%int64(len(malformedRetryAfter))])
+		w.WriteHeader([]int{http.StatusTooManyRequests, http.StatusServiceUnavailable}[h.seq.Load()%2])
+	}}, 5},
+	{hostileKind{name: "redirect", dead: "redirect", always: func(w http.ResponseWriter, r *http.Request, h *hostileTarget) {
+		w.Header().Set("Location", "http://169.254.169.254/latest/meta-data/")
+		w.WriteHeader([]int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound}[h.seq.Add(1)%3])
+	}}, 3},
+	{hostileKind{name: "slow-body", first: func(w http.ResponseWriter, r *http.Request, h *hostileTarget) {
+		// A 200 whose body trickles, a byte a second, past the timeout.
+		w.WriteHeader(http.StatusOK)
+		for range 60 {
+			if _, err := w.Write([]byte(" ")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-h.closing:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}}, 3},
+	{hostileKind{name: "reset", first: func(w http.ResponseWriter, _ *http.Request, _ *hostileTarget) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // RST, not FIN
+		}
+		_ = conn.Close()
+	}}, 3},
+	{hostileKind{name: "absurd-cost", dead: "bad_cost", cost: 1e308}, 2},
+	{hostileKind{name: "huge-cost", dead: "bad_cost", cost: 1e7}, 2},
+}
+
+// hostileTarget answers each job as its kind says and forwards the rest
+// to the target (`sluice testserver`, whose log records accepted calls).
+type hostileTarget struct {
+	rp      *httputil.ReverseProxy
+	srv     *http.Server
+	ln      net.Listener
+	closing chan struct{}
+	kinds   map[string]*hostileKind // by job id
+	seq     atomic.Int64
+
+	mu    sync.Mutex
+	calls map[string]int // calls per job id
+}
+
+func newHostileTarget(target string, kinds map[string]*hostileKind) (*hostileTarget, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	h := &hostileTarget{ln: ln, closing: make(chan struct{}), kinds: kinds, calls: map[string]int{}}
+	h.rp = &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u) }}
+	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = h.srv.Serve(ln) }()
+	return h, nil
+}
+
+func (h *hostileTarget) URL() string { return "http://" + h.ln.Addr().String() }
+
+func (h *hostileTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("Sluice-Job-Id")
+	h.mu.Lock()
+	h.calls[id]++
+	n := h.calls[id]
+	h.mu.Unlock()
+	if k := h.kinds[id]; k != nil {
+		switch {
+		case k.always != nil:
+			k.always(w, r, h)
+			return
+		case k.first != nil && n == 1:
+			k.first(w, r, h)
+			return
+		}
+	}
+	h.rp.ServeHTTP(w, r)
+}
+
+func (h *hostileTarget) Close() {
+	close(h.closing)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = h.srv.Shutdown(ctx)
+}
+
+// hostileJobs returns the jobs of the scenario and each special job's kind.
+func hostileJobs(n int, rng *rand.Rand) ([]job, map[string]*hostileKind) {
+	jobs := validJobs(n)
+	kinds := map[string]*hostileKind{}
+	perm := rng.Perm(n)
+	next := 0
+	for i := range hostileKinds {
+		k := &hostileKinds[i].kind
+		for range max(2, n*hostileKinds[i].percent/100) {
+			id := jobs[perm[next]].id
+			kinds[id] = k
+			if k.cost > 0 {
+				jobs[perm[next]].data = fmt.Appendf(nil, `{"id":%q,"headers":{"Sluice-Job-Id":%q},"cost":%g}`, id, id, k.cost)
+			}
+			next++
+		}
+	}
+	return jobs, kinds
+}
+
+// hostileTargetScenario: a target that answers huge and malformed
+// Retry-After values, redirects, slow bodies and connection resets, and a
+// job mix with absurd costs. Every job must succeed or be dead-lettered
+// with its reason, and no wait between two attempts may hold a slot for
+// longer than backoff.cap (so no slot is held longer than backoff.cap plus
+// one request timeout without a call in flight).
+func hostileTargetScenario(s *Suite, e *env, rng *rand.Rand) error {
+	jobs, kinds := hostileJobs(s.Jobs, rng)
+	if err := e.standard(1, jobs); err != nil {
+		return err
+	}
+	h, err := newHostileTarget(e.targetURL, kinds)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	o := workerOpts{Setup: true, Target: h.URL(), TrustJobCost: true, LogLevel: "debug", Metrics: true}
+	ws, err := e.startPair(o)
+	if err != nil {
+		return err
+	}
+	if err := e.waitDrained(drainTimeout); err != nil {
+		return err
+	}
+	var peak int64
+	for _, w := range ws {
+		peak = max(peak, PeakRSS(w.proc.Pid()))
+	}
+	if err := e.finish(); err != nil {
+		return err
+	}
+	e.res.notef("worker peak RSS (VmHWM) %.1f MB", float64(peak)/(1<<20))
+	e.wantKinds(kinds)
+	e.wantDuplicatesAtMost(0, "no hostile answer reaches the target")
+	longest, n, err := longestBackoff(e.dir, []string{"w1", "w2"})
+	if err != nil {
+		return err
+	}
+	e.res.notef("longest wait between two attempts holding a slot: %s (%d waits; backoff.cap %s, target.timeout %s)",
+		longest, n, hostileBackoffCap, workerOpts{}.withDefaults().TargetTimeout)
+	if longest > hostileBackoffCap {
+		e.res.failf("a slot was held %s between two attempts, more than backoff.cap %s", longest, hostileBackoffCap)
+	}
+	return nil
+}
+
+// hostileBackoffCap is worker.backoff.cap in the workers' config.
+const hostileBackoffCap = 2 * time.Second
+
+// wantKinds checks that each special job ended as its kind says and that
+// every other job succeeded.
+func (e *env) wantKinds(kinds map[string]*hostileKind) {
+	a := e.res.Audit
+	byKind := map[string][2]int{}
+	wrong := 0
+	for _, id := range e.published {
+		k := kinds[id]
+		want, name := "", "plain"
+		if k != nil {
+			want, name = k.dead, k.name
+		}
+		got, dead := a.Dead[id]
+		c := byKind[name]
+		c[0]++
+		if (want == "" && dead) || (want != "" && got != want) {
+			if wrong < 5 {
+				e.res.failf("%s job %s: dead-lettered %v with %q, want %q", name, id, dead, got, want)
+			}
+			wrong++
+		} else {
+			c[1]++
+		}
+		byKind[name] = c
+	}
+	var parts []string
+	for _, k := range append([]string{"plain"}, hostileNames()...) {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", k, byKind[k][1], byKind[k][0]))
+	}
+	e.res.notef("jobs as expected, by kind: %s", strings.Join(parts, ", "))
+}
+
+func hostileNames() []string {
+	var out []string
+	for _, k := range hostileKinds {
+		out = append(out, k.kind.name)
+	}
+	return out
+}
+
+// longestBackoff reads the workers' JSON logs and returns the longest wait
+// between two attempts of one delivery (the "backing off" lines) and how
+// many there were.
+func longestBackoff(dir string, workers []string) (time.Duration, int, error) {
+	var longest time.Duration
+	n := 0
+	for _, w := range workers {
+		f, err := os.Open(filepath.Join(dir, w+".log"))
+		if err != nil {
+			return 0, 0, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var l struct {
+				Msg  string          `json:"msg"`
+				Wait json.RawMessage `json:"wait"`
+			}
+			if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg != "backing off" {
+				continue
+			}
+			d, err := logDuration(l.Wait)
+			if err != nil {
+				f.Close()
+				return 0, 0, fmt.Errorf("faults: %s.log: wait %s: %w", w, l.Wait, err)
+			}
+			longest = max(longest, d)
+			n++
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return 0, 0, err
+		}
+	}
+	return longest, n, nil
+}
+
+// logDuration reads a duration from a JSON log: seconds as a number, or a
+// Go duration string.
+func logDuration(raw json.RawMessage) (time.Duration, error) {
+	var secs float64
+	if err := json.Unmarshal(raw, &secs); err == nil {
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return 0, err
+	}
+	return time.ParseDuration(s)
+}
