@@ -212,7 +212,7 @@ func TestOutcomeAndReasonStrings(t *testing.T) {
 	reasons := map[Reason]string{ReasonTooLarge: "envelope_too_large", ReasonBadJSON: "bad_json", ReasonUnknownType: "unknown_type",
 		ReasonBadCost: "bad_cost", ReasonBodyConflict: "body_conflict", ReasonBadBodyBase64: "bad_body_base64",
 		ReasonBadMethod: "bad_method", ReasonBadPath: "bad_path", ReasonBadHeader: "bad_header",
-		ReasonInvalidRequest: "invalid_request", ReasonClientError: "client_error", ReasonMaxDeliveries: "max_deliveries"}
+		ReasonInvalidRequest: "invalid_request", ReasonClientError: "client_error", ReasonMaxDeliveries: "max_deliveries", ReasonRedirect: "redirect"}
 	if len(reasons) != int(numReasons)-1 {
 		t.Errorf("%d reasons listed, %d defined", len(reasons), int(numReasons)-1)
 	}
