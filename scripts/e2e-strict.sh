@@ -121,7 +121,7 @@ http {
     fastcgi_temp_path $work/nginx/tmp/fastcgi;
     uwsgi_temp_path $work/nginx/tmp/uwsgi;
     scgi_temp_path $work/nginx/tmp/scgi;
-    limit_req_zone \$server_name zone=api:1m rate=${RATE}r/s;
+    limit_req_zone \$binary_remote_addr zone=api:1m rate=${RATE}r/s;
     server {
         listen 127.0.0.1:$port;
         location / {
