@@ -295,31 +295,7 @@ func (c Config) Validate() error {
 		maxCost = slices.Max(c.Costs)
 	}
 	for i, e := range c.Events {
-		f := fmt.Sprintf("events[%d]", i)
-		if e.At < 0 {
-			bad(f+".at", e.At, ">= 0")
-		}
-		switch e.Kind {
-		case QuotaDrop:
-			if !(e.Fraction > 0 && e.Fraction < 1) {
-				bad(f+".fraction", e.Fraction, "in (0, 1)")
-			} else if c.Quota*(1-e.Fraction) < maxCost {
-				bad(f+".fraction", e.Fraction, fmt.Sprintf("small enough to leave the largest cost (%v) in the quota", maxCost))
-			}
-			if e.For <= 0 {
-				bad(f+".for", e.For, "> 0")
-			}
-		case InstanceCount:
-			if e.Count < 1 {
-				bad(f+".count", e.Count, ">= 1")
-			}
-		case DemandChange:
-			if !(e.Demand >= 0) || !finite(e.Demand) {
-				bad(f+".demand", e.Demand, ">= 0")
-			}
-		default:
-			bad(f+".kind", fmt.Sprintf("%q", e.Kind), `"quota_drop", "instances" or "demand"`)
-		}
+		e.validate(fmt.Sprintf("events[%d]", i), c.Quota, maxCost, bad)
 	}
 	if maxCost > c.Quota {
 		bad("costs", c.Costs, fmt.Sprintf("at most the quota (%v)", c.Quota))
@@ -329,6 +305,35 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("sim: %w", field.Under("limiter", err)))
 	}
 	return errors.Join(errs...)
+}
+
+// validate reports, through bad, the fields of the event f that break
+// their rule: a drop must leave the largest cost of the run in the quota.
+func (e Event) validate(f string, quota, maxCost float64, bad func(field string, value any, rule string)) {
+	if e.At < 0 {
+		bad(f+".at", e.At, ">= 0")
+	}
+	switch e.Kind {
+	case QuotaDrop:
+		if !(e.Fraction > 0 && e.Fraction < 1) {
+			bad(f+".fraction", e.Fraction, "in (0, 1)")
+		} else if quota*(1-e.Fraction) < maxCost {
+			bad(f+".fraction", e.Fraction, fmt.Sprintf("small enough to leave the largest cost (%v) in the quota", maxCost))
+		}
+		if e.For <= 0 {
+			bad(f+".for", e.For, "> 0")
+		}
+	case InstanceCount:
+		if e.Count < 1 {
+			bad(f+".count", e.Count, ">= 1")
+		}
+	case DemandChange:
+		if !(e.Demand >= 0) || math.IsInf(e.Demand, 0) {
+			bad(f+".demand", e.Demand, ">= 0")
+		}
+	default:
+		bad(f+".kind", fmt.Sprintf("%q", e.Kind), `"quota_drop", "instances" or "demand"`)
+	}
 }
 
 // limiterConfig is the limiter's Config for the run's mode and instances.
