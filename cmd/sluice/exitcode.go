@@ -155,6 +155,7 @@ func (c *signalCatcher) stop() os.Signal {
 // subcommand as one.
 func applyConventions(root *cobra.Command) {
 	root.InitDefaultHelpCmd()
+	strictHelp(root)
 	// The generated completion command takes its output writer when it is
 	// made; lazyOut sends its script wherever the root writes when it runs.
 	root.SetOut(lazyOut{root})
@@ -244,4 +245,25 @@ func flagSuggestion(cmd *cobra.Command, err error) string {
 		return ""
 	}
 	return fmt.Sprintf("; did you mean --%s?", best)
+}
+
+// strictHelp makes `sluice help TOPIC` a usage error (status 2) when TOPIC
+// names no command; cobra's help command only prints "Unknown help topic"
+// and succeeds.
+func strictHelp(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		if c.Name() != "help" || c.Run == nil {
+			continue
+		}
+		show := c.Run
+		c.Run = nil
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil || target == nil || len(rest) > 0 {
+				return usageError(fmt.Errorf("help: no command %q; run 'sluice help' for the list", strings.Join(args, " ")))
+			}
+			show(cmd, args)
+			return nil
+		}
+	}
 }

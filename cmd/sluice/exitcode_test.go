@@ -113,7 +113,7 @@ func exitRows(f exitFixtures) map[string][]exitRow {
 			r(2, "testserver", "--quota", "0"), r(2, "testserver", "--type-cost", "x"), r(2, "testserver", "--window", "x"),
 		},
 		"sluice demo":                  {r(2, "demo", "--quota", "5"), r(2, "demo", "--workers", "0"), r(2, "demo", "--nope")},
-		"sluice help":                  {r(0, "help"), r(0, "help", "run"), r(2, "help", "--nope")},
+		"sluice help":                  {r(0, "help"), r(0, "help", "run"), r(2, "help", "--nope"), r(2, "help", "nope"), r(2, "help", "config", "nope")},
 		"sluice completion":            {r(0, "completion"), r(2, "completion", "nope")},
 		"sluice completion bash":       {r(0, "completion", "bash"), r(2, "completion", "bash", "--nope")},
 		"sluice completion zsh":        {r(0, "completion", "zsh"), r(2, "completion", "zsh", "--nope")},
