@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,7 @@ func Start(name, logPath string, args ...string) (*Proc, error) {
 	fmt.Fprintf(f, "--- %s: %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = childEnv()
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("faults: start %s: %w", name, err)
@@ -196,4 +198,23 @@ func Listening(port int) bool {
 	}
 	c.Close()
 	return true
+}
+
+// overrideVars are the variables sluice reads as overrides of its config
+// file (docs/configuration.md). The scenarios configure every process by
+// its file, so a value in the environment of the suite (NATS_URL names the
+// machine's server in CI) must not reach them.
+var overrideVars = []string{"NATS_URL", "GOOGLE_CLOUD_PROJECT", "SLUICE_CONFIG",
+	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"}
+
+// childEnv is this process's environment without overrideVars.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(overrideVars, name) {
+			env = append(env, kv)
+		}
+	}
+	return env
 }

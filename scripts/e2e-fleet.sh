@@ -18,6 +18,9 @@
 # "e2e-fleet: FAIL ..." before it). Environment: GO (go), JOBS (18000),
 # QUOTA (6000), KEEP (1: keep the temporary directory).
 set -eu
+# sluice reads these as overrides of its config file; the runs here are
+# configured by their files and flags alone.
+unset NATS_URL SLUICE_CONFIG GOOGLE_CLOUD_PROJECT OTEL_EXPORTER_OTLP_ENDPOINT
 
 GO=${GO:-go}
 JOBS=${JOBS:-18000}

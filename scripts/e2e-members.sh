@@ -19,6 +19,9 @@
 # Environment: GO (go), JOBS (3000), QUOTA (6000), KEEP (1: keep the
 # temporary directory). The last line is "e2e-members: PASS ..." or FAIL.
 set -eu
+# sluice reads these as overrides of its config file; the runs here are
+# configured by their files and flags alone.
+unset NATS_URL SLUICE_CONFIG GOOGLE_CLOUD_PROJECT OTEL_EXPORTER_OTLP_ENDPOINT
 
 GO=${GO:-go}
 JOBS=${JOBS:-3000}

@@ -22,6 +22,9 @@
 # Environment: GO (go), NGINX (nginx), JOBS (2000), RATE (20), BURST (5),
 # MAX_THROTTLED (10), MAX_RATIO (1.20), KEEP=1 keeps the work directory.
 set -eu
+# sluice reads these as overrides of its config file; the runs here are
+# configured by their files and flags alone.
+unset NATS_URL SLUICE_CONFIG GOOGLE_CLOUD_PROJECT OTEL_EXPORTER_OTLP_ENDPOINT
 
 GO=${GO:-go}
 NGINX=${NGINX:-nginx}

@@ -28,6 +28,9 @@
 # 2% of the requests), KEEP=1 keeps the work directory (logs, config, jobs)
 # and prints where it is.
 set -eu
+# sluice reads these as overrides of its config file; the runs here are
+# configured by their files and flags alone.
+unset NATS_URL SLUICE_CONFIG GOOGLE_CLOUD_PROJECT OTEL_EXPORTER_OTLP_ENDPOINT
 
 GO=${GO:-go}
 JOBS=${JOBS:-3000}
