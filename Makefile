@@ -97,11 +97,11 @@ e2e-fleet:
 
 # Each fuzz target for FUZZTIME, on top of its committed corpus.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime $(FUZZTIME) ./call/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRateLimit$$' -fuzztime $(FUZZTIME) ./call/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./worker/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./cmd/sluice/
-	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./sinks/httpapi/
+	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh FuzzParseRetryAfter ./call/
+	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh FuzzParseRateLimit ./call/
+	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh FuzzDecode ./worker/
+	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh FuzzParseConfig ./internal/config/
+	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh FuzzResolve ./sinks/httpapi/
 
 # Static binaries for linux and darwin, amd64 and arm64, with the version
 # from git describe, and their checksums.
