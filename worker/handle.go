@@ -126,6 +126,9 @@ func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery, log *slog.Log
 		observe(resp.Outcome)
 	}
 	w.attempted(resp.Outcome.Kind, resp.Status, time.Since(start).Seconds())
+	if n, ok := w.health.observe(time.Now(), resp.Outcome.Kind, resp.Status, err); ok {
+		n.log(w.log)
+	}
 	d.lastStatus, d.lastBody, d.lastErr = resp.Status, resp.Body, err
 	log.Debug("attempt", "attempt", d.attempts, "status", resp.Status, "result", resp.Outcome.Kind.String(), "units", job.Cost)
 	return facts(StepCalled, resp.Outcome), sent{Response: resp, err: err}

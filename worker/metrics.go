@@ -113,6 +113,9 @@ type Stats struct {
 	// Attempts counts calls to the target by the class of their result
 	// (the result label of sluice_attempts_total); every class has a key.
 	Attempts map[call.Kind]int64
+	// Target says whether the target has failed every call lately (for
+	// a readiness check: TargetHealth.Down).
+	Target TargetHealth
 }
 
 // counters are the Worker's own counts behind Stats.
@@ -131,6 +134,7 @@ func (w *Worker) Stats() Stats {
 		InFlight: w.stats.inFlight.Load(),
 		Jobs:     make(map[Outcome]int64, numOutcomes),
 		Attempts: make(map[call.Kind]int64, len(w.stats.attempts)),
+		Target:   w.health.snapshot(),
 	}
 	for o := range numOutcomes {
 		s.Jobs[o] = w.stats.jobs[o].Load()

@@ -90,6 +90,7 @@ type Worker struct {
 	log     *slog.Logger
 	metrics *Metrics
 	stats   counters
+	health  targetHealth
 
 	// jitter returns a random number in [0, 1]; replaced in tests.
 	jitter func() float64
