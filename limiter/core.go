@@ -117,6 +117,7 @@ type Core struct {
 	quota quotaState // the quota hints (quota.go)
 	acc   acceptLog  // accepted units during slow start (slowstart.go)
 	ended slowEnd    // the throttle that ended slow start (slowstart.go)
+	up    raiseLog   // the last raise of slow start (slowstart.go)
 }
 
 type waiter struct {
@@ -285,7 +286,7 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	c.waited = false
 	if c.following {
 		c.adapt.IncClock = c.at(t)
-	} else if a, hold := c.endSlowStart(t, retryAfter); c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), a, hold) {
+	} else if a, hold := c.endSlowStart(t, sent, retryAfter); c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), a, hold) {
 		c.setRate(c.adapt.Rate)
 	}
 	if until, ok := c.cfg.PauseEnd(c.at(t), retryAfter); ok {
@@ -309,7 +310,8 @@ func (c *Core) success(t time.Duration, units float64) {
 	if c.paused || c.following {
 		return
 	}
-	if c.rules.Raise(&c.adapt, c.at(t), c.waited) {
+	if from := c.adapt.Rate; c.rules.Raise(&c.adapt, c.at(t), c.waited) {
+		c.noteRaise(t, from)
 		c.setRate(c.adapt.Rate)
 		c.waited = false
 	}

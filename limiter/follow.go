@@ -14,6 +14,9 @@ import "time"
 func (c *Core) Follow(now time.Time, fleet Adapt, pausedUntil time.Time) {
 	t := c.offset(now)
 	c.advance(t)
+	if from := c.adapt.Rate; c.following && fleet.SlowStart && fleet.Rate > c.fleet.Rate {
+		c.noteRaise(t, from) // the fleet raised the rate in slow start
+	}
 	c.following = true
 	c.fleet = fleet
 	c.rules.SetCeiling(fleet.Rate)
@@ -85,7 +88,7 @@ type ThrottleReport struct {
 // controller needs of this Core to apply its throttle rule. The Limiter's
 // throttle hook and the simulator's fleet build their reports here.
 func (c *Core) Report(now, sent time.Time, retryAfter time.Duration) ThrottleReport {
-	a, hold := c.fallback(c.offset(now), retryAfter)
+	a, hold := c.fallback(c.offset(now), sent.Sub(c.start), retryAfter)
 	return ThrottleReport{At: now, Sent: sent, RetryAfter: retryAfter,
 		Measured: c.Measured(now), Accepted: a, Hold: hold, Part: c.rules.Part()}
 }

@@ -1,6 +1,9 @@
 package limiter
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Slow start (docs/limiter.md, "Slow start"): before the first throttle the
 // rate grows by slowStartGrowth at most once per slowStartInterval while
@@ -46,23 +49,46 @@ func (a *acceptLog) sum(t time.Duration, w int64) float64 {
 
 // Accepted returns the rate, in units per minute, that the API was seen to
 // accept up to now from this instance, for slow start's fallback at a
-// throttle at now that asked to wait retryAfter: the units of the successes
-// observed in the last w whole seconds (w = 60, or fewer since the start),
-// spread over those w seconds and the wait. 0 once slow start has ended
-// (nothing is counted then).
-func (c *Core) Accepted(now time.Time, retryAfter time.Duration) (float64, time.Duration) {
+// throttle at now of a request sent at sent that asked to wait retryAfter
+// (docs/limiter.md, "Slow start", rule 3), and the hold that goes with it.
+// 0 once slow start has ended (nothing is counted then).
+func (c *Core) Accepted(now, sent time.Time, retryAfter time.Duration) (float64, time.Duration) {
 	t := c.offset(now)
 	c.advance(t)
-	return c.accepted(t, retryAfter)
+	return c.accepted(t, sent.Sub(c.start), retryAfter)
 }
 
-func (c *Core) accepted(t, retryAfter time.Duration) (float64, time.Duration) {
+// accepted is the larger of two rates the API accepted: the units of the
+// successes observed in the last w whole seconds (w = 60, or fewer since
+// the start), spread over those w seconds and the wait; and, when the
+// throttled request left within one slow-start interval of the last raise
+// (that raise overshot), the rate before that raise, which the API took
+// for a whole interval.
+func (c *Core) accepted(t, sent, retryAfter time.Duration) (float64, time.Duration) {
 	if !c.adapt.SlowStart {
 		return 0, 0
 	}
 	w := min(int64(t/time.Second)+1, acceptWindow)
 	span := time.Duration(w)*time.Second + retryAfter
-	return c.acc.sum(t, w) * 60 / span.Seconds(), span
+	a := c.acc.sum(t, w) * 60 / span.Seconds()
+	if u := c.up; u.set && sent >= u.at && sent-u.at < slowStartInterval {
+		a = math.Max(a, u.from)
+	}
+	return a, span
+}
+
+// raiseLog is the last raise of slow start: when, and the rate before it.
+type raiseLog struct {
+	set  bool
+	at   time.Duration
+	from float64
+}
+
+// noteRaise records a raise at t from the rate from, in slow start.
+func (c *Core) noteRaise(t time.Duration, from float64) {
+	if c.adapt.SlowStart {
+		c.up = raiseLog{set: true, at: t, from: from}
+	}
 }
 
 // slowEnd is what the throttle that ended slow start saw.
@@ -76,8 +102,8 @@ type slowEnd struct {
 // endSlowStart returns the accepted rate and the hold for a throttle at t,
 // and remembers them if slow start is on (the throttle ends it), so that a
 // report for that throttle made after it (Report) still carries them.
-func (c *Core) endSlowStart(t, retryAfter time.Duration) (float64, time.Duration) {
-	a, hold := c.accepted(t, retryAfter)
+func (c *Core) endSlowStart(t, sent, retryAfter time.Duration) (float64, time.Duration) {
+	a, hold := c.accepted(t, sent, retryAfter)
 	if c.adapt.SlowStart {
 		c.ended = slowEnd{set: true, at: t, accepted: a, hold: hold}
 	}
@@ -87,9 +113,9 @@ func (c *Core) endSlowStart(t, retryAfter time.Duration) (float64, time.Duration
 // fallback returns the accepted rate and the hold for a report of a
 // throttle at t: from the Core's own count during slow start, or what the
 // throttle that ended slow start at t saw; else 0.
-func (c *Core) fallback(t, retryAfter time.Duration) (float64, time.Duration) {
+func (c *Core) fallback(t, sent, retryAfter time.Duration) (float64, time.Duration) {
 	if c.adapt.SlowStart {
-		return c.accepted(t, retryAfter)
+		return c.accepted(t, sent, retryAfter)
 	}
 	if c.ended.set && c.ended.at == t {
 		return c.ended.accepted, c.ended.hold

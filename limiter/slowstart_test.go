@@ -1,0 +1,73 @@
+package limiter
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/call"
+)
+
+// The fallback at the end of slow start: the minute's accepted rate, or
+// the rate before the last raise when the throttled request left within
+// one slow-start interval of that raise (docs/limiter.md, "Slow start").
+func TestCoreAcceptedAfterRaise(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Burst = time.Second
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Acquire(at(0), 10) // 600/min from an empty bucket: granted at 1
+	c.Acquire(at(0), 10)      // granted at 2
+	c.Advance(at(2))
+	c.Observe(at(2), at(1), a.Units, call.Outcome{Kind: call.Success, Status: 200})
+	if got := c.Rate(); got != 1200 {
+		t.Fatalf("rate after the first raise = %v, want 1200", got)
+	}
+	for _, tc := range []struct {
+		name      string
+		now, sent float64
+		want      float64
+	}{
+		{"sent within the interval after the raise", 3, 2.5, 600},
+		{"sent at the raise", 3, 2, 600},
+		{"sent before the raise", 3, 1.5, 0},
+		{"sent one interval after the raise", 5, 4, 0},
+	} {
+		got, hold := c.Accepted(at(tc.now), at(tc.sent), time.Second)
+		want := tc.want
+		if tc.want != 600 { // the minute's rate spreads over the wait too
+			w := tc.now + 1
+			want = 10 * 60 / (w + 1)
+		}
+		if got != want {
+			t.Errorf("%s: accepted = %v, want %v", tc.name, got, want)
+		}
+		if wantHold := time.Duration(tc.now+1)*time.Second + time.Second; hold != wantHold {
+			t.Errorf("%s: hold = %v, want %v", tc.name, hold, wantHold)
+		}
+	}
+}
+
+// A Core that follows a fleet in slow start remembers the fleet's raises,
+// so that its throttle report carries the rate before the last one, in its
+// own part of the budget.
+func TestCoreFollowAcceptedAfterRaise(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Instances = 2
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := c.rules.Start(t0)
+	fleet.Rate = 600
+	c.Follow(at(0), fleet, time.Time{})
+	fleet.Rate, fleet.IncClock = 1200, at(2)
+	c.Follow(at(2), fleet, time.Time{})
+	if r := c.Report(at(3), at(2.5), 0); r.Accepted != 300 {
+		t.Fatalf("accepted = %v, want the part's rate before the raise (600/2)", r.Accepted)
+	}
+	if r := c.Report(at(5), at(4.5), 0); r.Accepted != 0 {
+		t.Fatalf("accepted one interval after the raise = %v, want the minute's (nothing accepted: 0)", r.Accepted)
+	}
+}
