@@ -14,23 +14,6 @@ import (
 	"github.com/sluicehq/sluice/limiter"
 )
 
-// Limiter is what a Fleet drives: the worker's own limiter, which
-// *limiter.Limiter satisfies.
-type Limiter interface {
-	// Follow runs the limiter at the fleet's rate times its share, paused
-	// until pausedUntil if that is later than its own pause.
-	Follow(fleet limiter.Adapt, pausedUntil time.Time)
-	// Lead runs the limiter's own rules again, never above the last fleet
-	// rate times its share.
-	Lead()
-	// LastWait returns when a request last had to wait.
-	LastWait() time.Time
-	// Part returns the limiter's part of the budget.
-	Part() limiter.Part
-}
-
-var _ Limiter = (*limiter.Limiter)(nil)
-
 // fleetKey is the key of the fleet's state in the fleet bucket.
 const fleetKey = "fleet"
 
@@ -83,7 +66,7 @@ type Fleet struct {
 	state      limiter.FleetState
 	rev        uint64 // the state's revision in the bucket; 0 if absent
 	online     bool
-	lim        Limiter
+	lim        Follower
 	phase      float64                // this worker's phase in [0, 1) at the end of a fleet pause
 	pending    limiter.ThrottleReport // throttles not yet applied, coalesced
 	hasPending bool
@@ -180,7 +163,7 @@ func (f *Fleet) Report(r limiter.ThrottleReport) {
 // be reached lim runs on its own rules, below the last fleet rate; when it
 // can again, the throttles seen meanwhile are applied to the fleet and lim
 // follows the fleet again. Run returns nil when ctx ends.
-func (f *Fleet) Run(ctx context.Context, lim Limiter) error {
+func (f *Fleet) Run(ctx context.Context, lim Follower) error {
 	f.attach(lim)
 	w, err := f.kv.Watch(context.WithoutCancel(ctx), fleetKey)
 	if err != nil {
@@ -212,7 +195,7 @@ func (f *Fleet) Run(ctx context.Context, lim Limiter) error {
 }
 
 // attach makes lim follow the fleet state (or lead, offline).
-func (f *Fleet) attach(lim Limiter) {
+func (f *Fleet) attach(lim Follower) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lim = lim
@@ -289,7 +272,7 @@ func (f *Fleet) requeue(r limiter.ThrottleReport) {
 
 // lastWait is the latest time any worker's requests waited: this one's,
 // and the others' from their heartbeats.
-func (f *Fleet) lastWait(lim Limiter) time.Time {
+func (f *Fleet) lastWait(lim Follower) time.Time {
 	w := lim.LastWait()
 	if f.m != nil {
 		for _, v := range f.m.Members() {

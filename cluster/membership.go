@@ -56,6 +56,25 @@ type Membership struct {
 	leased    bool // a Leases reports the share; else it is 1/n
 	nextWrite time.Time
 	changed   chan struct{} // kicked when n changes; read by Leases
+	lim       Limiter       // set by Drive
+	counts    bool          // Drive: N goes to lim
+}
+
+// Drive ties m to the worker's limiter once it exists: from then on each
+// heartbeat carries l's rate and the time a request last waited in it
+// (what the fleet controller raises on), and, when counts is true
+// (limiter.share.mode members), every change of the instance count is
+// applied to l at once, the current one included. A count l refuses is
+// logged and skipped.
+func (m *Membership) Drive(l Limiter, counts bool) error {
+	m.mu.Lock()
+	m.lim, m.counts = l, counts
+	n := m.n
+	m.mu.Unlock()
+	if counts {
+		return l.SetInstanceCount(n)
+	}
+	return nil
 }
 
 // Join opens (or creates) the bucket, writes this worker's heartbeat,
@@ -285,13 +304,21 @@ func (c Config) opTimeout() time.Duration { return max(c.Refresh/2, 100*time.Mil
 // write writes the heartbeat at now. A failure schedules a retry; the
 // roster notices the missing echo by itself.
 func (m *Membership) write(ctx context.Context, now time.Time) error {
-	rate := 0.0
-	if m.set.rate != nil {
-		rate = m.set.rate()
-	}
+	m.mu.Lock()
+	lim := m.lim
+	m.mu.Unlock()
+	rate := 0.0 // no limiter yet: no rate to report
 	var waited time.Time
-	if m.set.lastWait != nil {
-		waited = m.set.lastWait()
+	switch {
+	case lim != nil:
+		rate, waited = lim.Rate(), lim.LastWait()
+	default:
+		if m.set.rate != nil {
+			rate = m.set.rate()
+		}
+		if m.set.lastWait != nil {
+			waited = m.set.lastWait()
+		}
 	}
 	m.mu.Lock()
 	v := Member{ID: m.cfg.ID, Started: m.started, Refreshed: now, Rate: rate, Share: m.share, Leases: m.leases, Waited: waited}
@@ -354,6 +381,14 @@ func (m *Membership) recount(now time.Time, force bool) {
 	}
 	if m.set.onCount != nil {
 		m.set.onCount(n)
+	}
+	m.mu.Lock()
+	lim, counts := m.lim, m.counts
+	m.mu.Unlock()
+	if lim != nil && counts {
+		if err := lim.SetInstanceCount(n); err != nil {
+			m.set.log.Warn("limiter.share: instance count not applied", "instances", n, "err", err)
+		}
 	}
 }
 

@@ -101,3 +101,24 @@ type Stats struct {
 type StatsSource interface {
 	Stats(ctx context.Context) (Stats, error)
 }
+
+// AckWaiter is a source whose messages must be settled, or extended with
+// InProgress, within a deadline. The worker extends a held message every
+// third of it; for a source that is not an AckWaiter it assumes
+// worker.DefaultAckWait.
+type AckWaiter interface {
+	AckWait() time.Duration
+}
+
+// Connector is a source that can tell whether its connection to the
+// backend is up (not reconnecting). Readiness asks it when it can.
+type Connector interface {
+	Connected() bool
+}
+
+// Deduplicator is a source that can tell, as it publishes, whether the
+// queue already held a message with the same ID within its duplicate
+// window (then it is not enqueued again).
+type Deduplicator interface {
+	PublishDedup(ctx context.Context, m Outgoing) (duplicate bool, err error)
+}

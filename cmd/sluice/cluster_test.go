@@ -17,6 +17,9 @@ import (
 
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/queue"
+	"github.com/sluicehq/sluice/internal/run"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -34,17 +37,6 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return math.NaN()
 }
 
-func eventuallyTrue(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after 30s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // real server: bounded polling
-	}
-}
-
 // Two `sluice run` workers on one server, in members and in leases mode:
 // each limiter runs at half the budget, `sluice status` lists both, and
 // when one stops the other takes the whole budget.
@@ -59,7 +51,7 @@ func TestRunShare(t *testing.T) {
 			name += "_nats_url"
 		}
 		t.Run(name, func(t *testing.T) {
-			natsURL := startNATS(t)
+			natsURL := testutil.StartNATS(t)
 			target := "http://127.0.0.1:1/" // never called: no jobs
 			cfg := e2eConfig(t, natsURL, target)
 			cfg.Limiter.Disabled = false
@@ -67,7 +59,7 @@ func TestRunShare(t *testing.T) {
 			cfg.Limiter.Share = config.Share{Mode: mode, TTL: time.Duration(3 * time.Second), Partitions: 16}
 			extra := ""
 			if c.natsURL {
-				cfg.Limiter.Share.NATSURL = startNATS(t)
+				cfg.Limiter.Share.NATSURL = testutil.StartNATS(t)
 				extra = "    nats_url: " + cfg.Limiter.Share.NATSURL + "\n"
 			}
 			mustValid(t, cfg)
@@ -75,7 +67,7 @@ func TestRunShare(t *testing.T) {
 			regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
 			a := startRunReg(t, withID(cfg, "a"), nil, regs[0])
 			startRunReg(t, withID(cfg, "b"), nil, regs[1])
-			eventuallyTrue(t, "600 units/min on each worker", func() bool {
+			testutil.Eventually(t, "600 units/min on each worker", func() bool {
 				for _, reg := range regs {
 					if gaugeValue(t, reg, "sluice_cluster_instances") != 2 ||
 						math.Abs(gaugeValue(t, reg, "sluice_limiter_rate_units_per_minute")-600) > 1e-6 {
@@ -94,9 +86,17 @@ func TestRunShare(t *testing.T) {
 			if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			eventuallyTrue(t, "both members listed at 600/min", func() bool {
+			testutil.Eventually(t, "both members listed at 600/min", func() bool {
+				fileCfg, err := commandConfig(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ml, err := run.ListMembers(t.Context(), fileCfg, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
 				var out bytes.Buffer
-				if err := printMembers(t.Context(), file, cfg.Source, &out, nil); err != nil {
+				if err := ml.Print(&out); err != nil {
 					t.Fatal(err)
 				}
 				s := out.String()
@@ -113,7 +113,7 @@ func TestRunShare(t *testing.T) {
 			if err := root.ExecuteContext(t.Context()); err != nil {
 				t.Fatalf("status --json: %v", err)
 			}
-			var st statusJSON
+			var st queue.StatusReport
 			if err := json.Unmarshal(js.Bytes(), &st); err != nil {
 				t.Fatalf("status --json: %v in %s", err, js.Bytes())
 			}
@@ -127,7 +127,7 @@ func TestRunShare(t *testing.T) {
 			}
 
 			a.stop(t)
-			eventuallyTrue(t, "the whole budget on b", func() bool {
+			testutil.Eventually(t, "the whole budget on b", func() bool {
 				return gaugeValue(t, regs[1], "sluice_cluster_instances") == 1 &&
 					math.Abs(gaugeValue(t, regs[1], "sluice_limiter_rate_units_per_minute")-1200) < 1e-6
 			})
@@ -144,7 +144,7 @@ func withID(cfg config.Config, id string) config.Config {
 // is younger than limiter.share.remember, and at the initial rate when
 // remember is 0s.
 func TestRunShareRemembers(t *testing.T) {
-	natsURL := startNATS(t)
+	natsURL := testutil.StartNATS(t)
 	cfg := e2eConfig(t, natsURL, "http://127.0.0.1:1/")
 	cfg.Limiter.Disabled = false
 	cfg.Limiter.InitialUnitsPerMinute = 1200
@@ -166,7 +166,7 @@ func TestRunShareRemembers(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	a := startRunReg(t, withID(cfg, "a"), nil, reg)
-	eventuallyTrue(t, "the remembered 4800 units/min", func() bool {
+	testutil.Eventually(t, "the remembered 4800 units/min", func() bool {
 		return math.Abs(gaugeValue(t, reg, "sluice_limiter_rate_units_per_minute")-4800) < 1e-6 &&
 			gaugeValue(t, reg, "sluice_cluster_fleet_rate") == 4800
 	})
@@ -174,7 +174,7 @@ func TestRunShareRemembers(t *testing.T) {
 	cfg.Limiter.Share.Remember = 0
 	reg = prometheus.NewRegistry()
 	b := startRunReg(t, withID(cfg, "b"), nil, reg)
-	eventuallyTrue(t, "the initial 1200 units/min", func() bool {
+	testutil.Eventually(t, "the initial 1200 units/min", func() bool {
 		return math.Abs(gaugeValue(t, reg, "sluice_limiter_rate_units_per_minute")-1200) < 1e-6
 	})
 	b.stop(t)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/config"
 )
 
@@ -50,18 +51,18 @@ as the argument or with -c.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 1 && file != "" && args[0] != file:
-				return usageError(fmt.Errorf("config validate: two files, %q and -c %q; give one", args[0], file))
+				return cli.UsageError(fmt.Errorf("config validate: two files, %q and -c %q; give one", args[0], file))
 			case len(args) == 1:
 				file = args[0]
 			case file == "" && configFile("") != "":
 				file = configFile("")
 			case file == "":
-				return usageError(fmt.Errorf("config validate: no file; usage: sluice config validate FILE (or set %s)", config.EnvConfigFile))
+				return cli.UsageError(fmt.Errorf("config validate: no file; usage: sluice config validate FILE (or set %s)", config.EnvConfigFile))
 			}
 			set, _ := cmd.Flags().GetStringArray("set")
 			if _, err := config.Load(file, config.Options{Set: set}); err != nil {
 				fmt.Fprintln(cmd.OutOrStdout(), err)
-				return &exitError{code: exitUsage}
+				return &cli.ExitError{Code: cli.ExitUsage}
 			}
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), "OK")
 			return err

@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/internal/run"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/worker"
@@ -103,6 +105,14 @@ func (r *recordingRegisterer) MustRegister(cs ...prometheus.Collector) {
 
 func (r *recordingRegisterer) Unregister(c prometheus.Collector) bool { return r.reg.Unregister(c) }
 
+// statsSource is a source that only reports its stats.
+type statsSource struct {
+	sources.Source
+	st sources.Stats
+}
+
+func (s statsSource) Stats(context.Context) (sources.Stats, error) { return s.st, nil }
+
 // exportedMetrics builds every metric struct sluice registers in `sluice run`
 // against a fresh registry and lists the families.
 func exportedMetrics(t *testing.T) map[string]*exportedMetric {
@@ -113,8 +123,8 @@ func exportedMetrics(t *testing.T) map[string]*exportedMetric {
 			t.Fatal(err)
 		}
 	}
-	src := statsOnlySource{&fakeStats{st: sources.Stats{DeadLetters: 1}}}
-	if err := registerOpsMetrics(r, limiter.NewSaturation(time.Minute), src, nil); err != nil {
+	src := statsSource{st: sources.Stats{DeadLetters: 1}}
+	if err := run.RegisterOpsMetrics(r, limiter.NewSaturation(time.Minute), src, "test", nil); err != nil {
 		t.Fatal(err)
 	}
 	// Added by Prometheus to every target.

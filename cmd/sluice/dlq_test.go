@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,20 +13,10 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/queue"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/worker"
 )
-
-// runCLI runs the command line in-process and returns its output.
-func runCLI(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	var out bytes.Buffer
-	root := newRootCmd()
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&out)
-	err := root.ExecuteContext(context.Background())
-	return out.String(), err
-}
 
 // writeConfig writes a config file for a worker on natsURL and returns its
 // path.
@@ -43,7 +32,7 @@ func writeConfig(t *testing.T, body string) string {
 // `sluice dlq replay` re-enqueues the dead letters that match its filter,
 // and a worker then runs them again; --dry-run changes nothing.
 func TestDLQReplay(t *testing.T) {
-	natsURL := startNATS(t)
+	natsURL := testutil.StartNATS(t)
 	api := newAPILog()
 	var gone atomic.Bool
 	gone.Store(true)
@@ -77,10 +66,10 @@ metrics: {listen: "off"}
 	enqueueJob(t, q, "b", map[string]any{"headers": map[string]string{"X-Job": "b"}})
 	enqueueRawJob(t, q, "c", []byte(`not json`))
 	r := startRun(t, cfg, nil)
-	eventually(t, "three dead letters", func() bool { return len(deadLetters(t, cfg, q)) == 3 })
+	testutil.Eventually(t, "three dead letters", func() bool { return len(deadLetters(t, cfg)) == 3 })
 	r.stop(t)
 
-	out, err := runCLI(t, "dlq", "replay", "-c", file, "--status", "410", "--type", "export", "--dry-run")
+	out, err := testutil.RunCLI(t.Context(), newRootCmd, "dlq", "replay", "-c", file, "--status", "410", "--type", "export", "--dry-run")
 	if err != nil {
 		t.Fatal(err, out)
 	}
@@ -88,34 +77,34 @@ metrics: {listen: "off"}
 		!strings.Contains(out, "would replay 1 of 3 dead letters (1 matched, 0 skipped)") {
 		t.Errorf("dry run output:\n%s", out)
 	}
-	if len(deadLetters(t, cfg, q)) != 3 {
+	if len(deadLetters(t, cfg)) != 3 {
 		t.Errorf("dry run changed the dead letters")
 	}
 
-	out, err = runCLI(t, "dlq", "replay", "-c", file, "--reason", "client_error")
+	out, err = testutil.RunCLI(t.Context(), newRootCmd, "dlq", "replay", "-c", file, "--reason", "client_error")
 	if err != nil {
 		t.Fatal(err, out)
 	}
 	if !strings.Contains(out, "replayed 2 of 3 dead letters (2 matched, 0 skipped)") {
 		t.Errorf("replay output:\n%s", out)
 	}
-	dl := deadLetters(t, cfg, q)
+	dl := deadLetters(t, cfg)
 	if len(dl) != 1 || dl["c"].Reason != worker.ReasonBadJSON.String() {
 		t.Errorf("dead letters after replay: %v", dl)
 	}
 
 	gone.Store(false)
 	startRun(t, cfg, nil)
-	eventually(t, "the replayed jobs to run", func() bool { return api.count("a") == 2 && api.count("b") == 2 })
-	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
-	if n := len(deadLetters(t, cfg, q)); n != 1 {
+	testutil.Eventually(t, "the replayed jobs to run", func() bool { return api.count("a") == 2 && api.count("b") == 2 })
+	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	if n := len(deadLetters(t, cfg)); n != 1 {
 		t.Errorf("dead letters after the replayed jobs ran: %d, want 1", n)
 	}
 }
 
 // A JSONL dead-letter file is read back, and never changed.
 func TestDLQReplayJSONL(t *testing.T) {
-	natsURL := startNATS(t)
+	natsURL := testutil.StartNATS(t)
 	dir := t.TempDir()
 	dlPath := filepath.Join(dir, "dead.jsonl")
 	records := []worker.DeadLetter{
@@ -133,7 +122,7 @@ func TestDLQReplayJSONL(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := writeConfig(t, fmt.Sprintf("source:\n  jetstream: {url: %s}\ndead_letters: {kind: jsonl, path: %s}\n", natsURL, dlPath))
-	out, err := runCLI(t, "dlq", "replay", "-c", file)
+	out, err := testutil.RunCLI(t.Context(), newRootCmd, "dlq", "replay", "-c", file)
 	if err != nil {
 		t.Fatal(err, out)
 	}
@@ -144,11 +133,11 @@ func TestDLQReplayJSONL(t *testing.T) {
 	if !bytes.Equal(after, buf.Bytes()) {
 		t.Errorf("the dead-letter file was changed")
 	}
-	out, err = runCLI(t, "status", "-c", file, "--json")
+	out, err = testutil.RunCLI(t.Context(), newRootCmd, "status", "-c", file, "--json")
 	if err != nil {
 		t.Fatal(err, out)
 	}
-	var st statusJSON
+	var st queue.StatusReport
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("status output %q: %v", out, err)
 	}
@@ -159,27 +148,27 @@ func TestDLQReplayJSONL(t *testing.T) {
 
 // enqueue and status take -c FILE and use its source section.
 func TestEnqueueStatusWithConfig(t *testing.T) {
-	natsURL := startNATS(t)
+	natsURL := testutil.StartNATS(t)
 	file := writeConfig(t, fmt.Sprintf("source:\n  jetstream:\n    url: %s\n    stream: CFGTEST\n    subjects: [cfgtest.jobs]\n", natsURL))
 	jobs := filepath.Join(t.TempDir(), "jobs.jsonl")
 	if err := os.WriteFile(jobs, []byte("{\"id\":\"1\"}\n{\"id\":\"2\"}\n{\"id\":\"3\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := runCLI(t, "enqueue", "-c", file, jobs); err != nil {
+	if out, err := testutil.RunCLI(t.Context(), newRootCmd, "enqueue", "-c", file, jobs); err != nil {
 		t.Fatal(err, out)
 	}
-	out, err := runCLI(t, "status", "-c", file, "--json")
+	out, err := testutil.RunCLI(t.Context(), newRootCmd, "status", "-c", file, "--json")
 	if err != nil {
 		t.Fatal(err, out)
 	}
-	var st statusJSON
+	var st queue.StatusReport
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("status output %q: %v", out, err)
 	}
 	if st.Pending != 3 {
 		t.Errorf("pending = %d, want 3 (in stream CFGTEST from the config file)", st.Pending)
 	}
-	if _, err := runCLI(t, "status", "-c", filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+	if _, err := testutil.RunCLI(t.Context(), newRootCmd, "status", "-c", filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
 		t.Errorf("status with a missing config file succeeded")
 	}
 }

@@ -1,28 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
-	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/config"
-	"github.com/sluicehq/sluice/sources"
+	"github.com/sluicehq/sluice/internal/queue"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
@@ -49,21 +34,28 @@ func (f *sourceFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.subject, "subject", d.Subjects[0], "subject the jobs are published on (source.jetstream.publish_subject)")
 }
 
-// apply lays the flags that were given over cfg.
 // load reads the config file's source section, applies the flags and
 // checks the result; every error it returns is a usage or config error
 // (exit status 2).
 func (f *sourceFlags) load(cmd *cobra.Command) (config.Source, error) {
-	cfg, err := loadSourceConfig(f.config)
-	if err == nil {
-		err = f.apply(cmd, &cfg)
-	}
-	if err == nil {
-		err = cfg.Check()
-	}
-	return cfg, usageError(err)
+	cfg, err := f.loadConfig(cmd)
+	return cfg.Source, err
 }
 
+// loadConfig is load with the rest of the config file (the defaults
+// without one): status also reads limiter.share.
+func (f *sourceFlags) loadConfig(cmd *cobra.Command) (config.Config, error) {
+	cfg, err := commandConfig(f.config)
+	if err == nil {
+		err = f.apply(cmd, &cfg.Source)
+	}
+	if err == nil {
+		err = cfg.Source.Check()
+	}
+	return cfg, cli.UsageError(err)
+}
+
+// apply lays the flags that were given over cfg.
 func (f *sourceFlags) apply(cmd *cobra.Command, cfg *config.Source) error {
 	changed := func(name string) bool { return cmd.Flags().Changed(name) }
 	given := false
@@ -100,11 +92,6 @@ func (f *sourceFlags) apply(cmd *cobra.Command, cfg *config.Source) error {
 	return nil
 }
 
-// commandLogger logs warnings and errors of the queue client to stderr.
-func commandLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
 func newEnqueueCmd() *cobra.Command {
 	var f sourceFlags
 	cmd := &cobra.Command{
@@ -130,209 +117,13 @@ on that directory for the time it runs.`,
 			if err != nil {
 				return err
 			}
-			return runEnqueue(cmd.Context(), cfg, args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			res, err := queue.EnqueueFile(cmd.Context(), cfg, args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err == nil && res.Bad > 0 {
+				err = &cli.ExitError{Code: 1}
+			}
+			return err
 		},
 	}
 	f.register(cmd)
 	return cmd
-}
-
-// runEnqueue publishes the jobs of the file at path ("-": stdin) to the
-// source cfg describes.
-func runEnqueue(ctx context.Context, cfg config.Source, path string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if err := cfg.Check(); err != nil {
-		return err
-	}
-	in, size, name := stdin, int64(0), "stdin"
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("enqueue: %w", err)
-		}
-		defer f.Close()
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			size = fi.Size()
-		}
-		in, name = f, path
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	src, err := openSource(ctx, cfg, commandLogger(stderr))
-	if err != nil {
-		return err
-	}
-
-	var prog *progress
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		prog = &progress{w: stderr, total: size}
-	}
-	res, err := enqueue(ctx, src, in, name, prog, stderr)
-	fmt.Fprintf(stdout, "enqueue: %d jobs published (%d already queued), %d bad lines, from %s\n",
-		res.published, res.duplicates, res.bad, name)
-	if cerr := src.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if res.bad > 0 {
-		return &exitError{code: 1}
-	}
-	return nil
-}
-
-type enqueueResult struct {
-	published  int // publishes acked, duplicates included
-	duplicates int // of which the queue already held (when it can tell)
-	bad        int // lines skipped
-}
-
-// enqueue publishes each good line of r and reports each bad one on
-// errw as "name:line: reason".
-func enqueue(ctx context.Context, src sources.Source, r io.Reader, name string, prog *progress, errw io.Writer) (enqueueResult, error) {
-	var res enqueueResult
-	br := bufio.NewReaderSize(r, 1<<20)
-	var read int64
-	for lineNo := 1; ; lineNo++ {
-		line, rerr := br.ReadBytes('\n')
-		read += int64(len(line))
-		if rerr != nil && rerr != io.EOF {
-			return res, fmt.Errorf("enqueue: read %s: %w", name, rerr)
-		}
-		line = bytes.TrimSpace(line)
-		if len(line) > 0 {
-			if err := publishLine(ctx, src, line, &res); err != nil {
-				var bad *badLineError
-				if !errors.As(err, &bad) {
-					prog.clear()
-					if ctx.Err() != nil {
-						return res, fmt.Errorf("enqueue: interrupted at %s:%d", name, lineNo)
-					}
-					return res, fmt.Errorf("enqueue: %s:%d: %w", name, lineNo, err)
-				}
-				res.bad++
-				prog.clear()
-				fmt.Fprintf(errw, "%s:%d: %v; line skipped\n", name, lineNo, bad.err)
-			}
-		}
-		prog.update(read, res.published)
-		if rerr == io.EOF {
-			prog.clear()
-			return res, nil
-		}
-	}
-}
-
-// badLineError is a line that is reported and skipped: not a job
-// envelope, or larger than the queue accepts.
-type badLineError struct{ err error }
-
-func (e *badLineError) Error() string { return e.err.Error() }
-
-// publishLine publishes one line and counts it in res. A line that is not
-// a job envelope, or that the queue refuses as too large, is a
-// *badLineError; any other error stops enqueue.
-func publishLine(ctx context.Context, src sources.Source, line []byte, res *enqueueResult) error {
-	id, err := checkEnvelope(line)
-	if err != nil {
-		return &badLineError{err}
-	}
-	m := sources.Outgoing{ID: id, Data: line}
-	if pubAck, ok := src.(interface {
-		PublishAck(context.Context, sources.Outgoing) (*jetstream.PubAck, error)
-	}); ok {
-		var ack *jetstream.PubAck
-		if ack, err = pubAck.PublishAck(ctx, m); err == nil && ack.Duplicate {
-			res.duplicates++
-		}
-	} else {
-		err = src.Publish(ctx, m)
-	}
-	switch {
-	case errors.Is(err, sources.ErrTooLarge):
-		return &badLineError{err}
-	case err != nil:
-		return err
-	}
-	res.published++
-	return nil
-}
-
-// checkEnvelope checks what enqueue can check of a job envelope (the
-// worker checks the rest) and returns the message id: the envelope's id,
-// or one derived from the content.
-func checkEnvelope(line []byte) (string, error) {
-	if line[0] != '{' {
-		return "", errors.New("not a JSON object")
-	}
-	var env map[string]json.RawMessage
-	if err := json.Unmarshal(line, &env); err != nil {
-		return "", fmt.Errorf("invalid JSON: %v", err)
-	}
-	if raw, ok := env["cost"]; ok {
-		var cost float64
-		if err := json.Unmarshal(raw, &cost); err != nil || string(raw) == "null" {
-			return "", fmt.Errorf(`"cost" must be a number, got %s`, excerpt(raw))
-		}
-		if cost < 0 {
-			return "", fmt.Errorf(`"cost" must be >= 0, got %s`, excerpt(raw))
-		}
-	}
-	if raw, ok := env["id"]; ok {
-		var id string
-		if err := json.Unmarshal(raw, &id); err != nil || raw[0] != '"' {
-			return "", fmt.Errorf(`"id" must be a string, got %s`, excerpt(raw))
-		}
-		if strings.TrimSpace(id) == "" {
-			return "", errors.New(`"id" must not be empty`)
-		}
-		return id, nil
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, line); err != nil {
-		return "", fmt.Errorf("invalid JSON: %v", err)
-	}
-	sum := sha256.Sum256(compact.Bytes())
-	return "sha256-" + hex.EncodeToString(sum[:16]), nil
-}
-
-func excerpt(raw []byte) string {
-	if len(raw) > 40 {
-		return string(raw[:40]) + "..."
-	}
-	return string(raw)
-}
-
-// progress draws a one-line progress bar on a terminal. A nil *progress
-// draws nothing.
-type progress struct {
-	w     io.Writer
-	total int64 // bytes, 0 when unknown
-	last  time.Time
-	drawn bool
-}
-
-func (p *progress) update(read int64, jobs int) {
-	if p == nil || time.Since(p.last) < 100*time.Millisecond {
-		return
-	}
-	p.last = time.Now()
-	p.drawn = true
-	if p.total <= 0 {
-		fmt.Fprintf(p.w, "\r%d jobs published", jobs)
-		return
-	}
-	const width = 30
-	frac := min(float64(read)/float64(p.total), 1)
-	filled := int(frac * width)
-	fmt.Fprintf(p.w, "\r[%s%s] %3.0f%% %d jobs published", strings.Repeat("=", filled), strings.Repeat(" ", width-filled), frac*100, jobs)
-}
-
-func (p *progress) clear() {
-	if p == nil || !p.drawn {
-		return
-	}
-	fmt.Fprint(p.w, "\r\033[K")
-	p.drawn = false
-	p.last = time.Time{}
 }

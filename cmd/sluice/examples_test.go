@@ -5,6 +5,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // Every command's help has an Examples section, and every sluice command
@@ -18,10 +21,10 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			t.Fatalf("%s: not found (%v)", path, err)
 		}
 		if strings.TrimSpace(cmd.Example) == "" {
-			t.Errorf("%s: no Examples section (add one to examples.go)", path)
+			t.Errorf("%s: no Examples section (add one to internal/cli/examples.go)", path)
 			continue
 		}
-		lines := exampleCommandLines(cmd.Example)
+		lines := cli.ExampleCommandLines(cmd.Example)
 		if len(lines) == 0 {
 			t.Errorf("%s: the examples run no sluice command", path)
 		}
@@ -32,13 +35,13 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			t.Errorf("%s: the help shows no Examples section", path)
 		}
 	}
-	for path := range examples {
+	for _, path := range cli.ExamplePaths() {
 		found := false
 		for _, p := range commandPaths(root) {
 			found = found || p == path
 		}
 		if !found {
-			t.Errorf("examples.go has an entry for %q, which is no command", path)
+			t.Errorf("internal/cli/examples.go has an entry for %q, which is no command", path)
 		}
 	}
 }
@@ -74,7 +77,7 @@ func exampleLineError(words []string) error {
 
 // The example checker itself catches a stale example.
 func TestExampleLinesAreChecked(t *testing.T) {
-	lines := exampleCommandLines("  # comment\n  sluice run --rate 5 -c x.yaml\n  cat jobs | sluice enqueue - > out\n  source <(sluice completion bash)\n")
+	lines := cli.ExampleCommandLines("  # comment\n  sluice run --rate 5 -c x.yaml\n  cat jobs | sluice enqueue - > out\n  source <(sluice completion bash)\n")
 	want := []string{"run --rate 5 -c x.yaml", "enqueue -", "completion bash"}
 	if len(lines) != len(want) {
 		t.Fatalf("lines %q, want %q", lines, want)
@@ -113,7 +116,7 @@ func TestResolveVersion(t *testing.T) {
 		{"nothing stamped", "dev", parse(head + "mod\tgithub.com/sluicehq/sluice\t(devel)\t\n"), "dev"},
 		{"no build info", "dev", nil, "dev"},
 	} {
-		if got := resolveVersion(tc.linked, tc.bi); got != tc.want {
+		if got := cli.ResolveVersion(tc.linked, tc.bi); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -121,11 +124,11 @@ func TestResolveVersion(t *testing.T) {
 
 // --version prints what `sluice version` prints.
 func TestVersionFlag(t *testing.T) {
-	a, err := runCLI(t, "version")
+	a, err := testutil.RunCLI(t.Context(), newRootCmd, "version")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := runCLI(t, "--version")
+	b, err := testutil.RunCLI(t.Context(), newRootCmd, "--version")
 	if err != nil {
 		t.Fatal(err)
 	}

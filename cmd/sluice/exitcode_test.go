@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/spf13/cobra"
 )
 
@@ -158,8 +160,8 @@ func TestExitStatusTable(t *testing.T) {
 	for path, rs := range rows {
 		for _, row := range rs {
 			t.Run(strings.Join(append([]string{path}, row.args...), " "), func(t *testing.T) {
-				out, err := runCLI(t, row.args...)
-				if got := exitStatus(err, nil); got != row.want {
+				out, err := testutil.RunCLI(t.Context(), newRootCmd, row.args...)
+				if got := cli.ExitStatus(err, nil); got != row.want {
 					t.Errorf("sluice %s: exit status %d, want %d (error %v)\n%s", strings.Join(row.args, " "), got, row.want, err, out)
 				}
 			})
@@ -168,7 +170,7 @@ func TestExitStatusTable(t *testing.T) {
 }
 
 func TestExitStatusRules(t *testing.T) {
-	usage := usageError(errors.New("bad flag"))
+	usage := cli.UsageError(errors.New("bad flag"))
 	for _, tc := range []struct {
 		err  error
 		sig  os.Signal
@@ -176,21 +178,21 @@ func TestExitStatusRules(t *testing.T) {
 	}{
 		{nil, nil, 0},
 		{errors.New("queue down"), nil, 1},
-		{&exitError{code: 1}, nil, 1},
+		{&cli.ExitError{Code: 1}, nil, 1},
 		{usage, nil, 2},
 		{fmt.Errorf("wrapped: %w", usage), nil, 2},
 		{nil, syscall.SIGINT, 130},
 		{nil, syscall.SIGTERM, 143},
 		{errors.New("context canceled"), syscall.SIGTERM, 143},
-		{&exitError{code: 130}, syscall.SIGTERM, 143},
+		{&cli.ExitError{Code: 130}, syscall.SIGTERM, 143},
 		{usage, syscall.SIGINT, 2},
 	} {
-		if got := exitStatus(tc.err, tc.sig); got != tc.want {
-			t.Errorf("exitStatus(%v, %v) = %d, want %d", tc.err, tc.sig, got, tc.want)
+		if got := cli.ExitStatus(tc.err, tc.sig); got != tc.want {
+			t.Errorf("cli.ExitStatus(%v, %v) = %d, want %d", tc.err, tc.sig, got, tc.want)
 		}
 	}
-	if usageError(nil) != nil {
-		t.Error("usageError(nil) is not nil")
+	if cli.UsageError(nil) != nil {
+		t.Error("cli.UsageError(nil) is not nil")
 	}
 }
 
@@ -208,13 +210,13 @@ func TestSuggestions(t *testing.T) {
 		{[]string{"config", "nope.yaml"}, `did you mean "sluice config validate nope.yaml"?`},
 		{[]string{"limiter", "trace.jsonl"}, `did you mean "sluice limiter replay trace.jsonl"?`},
 	} {
-		_, err := runCLI(t, tc.args...)
+		_, err := testutil.RunCLI(t.Context(), newRootCmd, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("sluice %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
 		}
 	}
 	// Nothing close: no suggestion, and no made-up one.
-	if _, err := runCLI(t, "run", "--zzzzzzzz"); err == nil || strings.Contains(err.Error(), "did you mean") {
+	if _, err := testutil.RunCLI(t.Context(), newRootCmd, "run", "--zzzzzzzz"); err == nil || strings.Contains(err.Error(), "did you mean") {
 		t.Errorf("--zzzzzzzz: %v", err)
 	}
 }
@@ -246,7 +248,7 @@ func TestExitStatusSignals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := startSluice(t, tc.args...)
-			eventually(t, tc.ready, func() bool { return strings.Contains(c.out.String(), tc.ready) })
+			testutil.Eventually(t, tc.ready, func() bool { return strings.Contains(c.out.String(), tc.ready) })
 			if err := c.cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}

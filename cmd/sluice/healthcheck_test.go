@@ -13,11 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/run"
 )
 
 func TestHealthcheckCommand(t *testing.T) {
 	var ready error = errors.New("target host \"api\" does not resolve")
-	srv := httptest.NewServer(opsHandler(opsConfig{Metrics: config.Default().Metrics}, prometheus.NewRegistry(),
+	srv := httptest.NewServer(run.OpsHandler(config.Default().Metrics, prometheus.NewRegistry(),
 		func(context.Context) error { return ready }, nil))
 	defer srv.Close()
 	redirect := httptest.NewServer(http.RedirectHandler(srv.URL+"/healthz", http.StatusFound))
@@ -46,21 +47,21 @@ func TestHealthcheckCommand(t *testing.T) {
 		{[]string{"healthcheck", "extra"}, 2},
 	}
 	for _, c := range cases {
-		if got := run(t.Context(), c.args); got != c.want {
+		if got := execute(t.Context(), c.args); got != c.want {
 			t.Errorf("sluice %s: exit %d, want %d", strings.Join(c.args, " "), got, c.want)
 		}
 	}
 }
 
 func TestHealthcheckReportsWhy(t *testing.T) {
-	srv := httptest.NewServer(opsHandler(opsConfig{Metrics: config.Default().Metrics}, prometheus.NewRegistry(),
+	srv := httptest.NewServer(run.OpsHandler(config.Default().Metrics, prometheus.NewRegistry(),
 		func(context.Context) error { return errors.New("source not connected") }, nil))
 	defer srv.Close()
-	err := healthcheck(t.Context(), srv.URL+"/readyz", 5*time.Second)
+	err := run.Healthcheck(t.Context(), srv.URL+"/readyz", 5*time.Second)
 	if err == nil || !strings.HasSuffix(err.Error(), "answered 503: not ready: source not connected") {
 		t.Fatalf("err = %v", err)
 	}
-	if err := healthcheck(t.Context(), srv.URL+"/healthz", 5*time.Second); err != nil {
+	if err := run.Healthcheck(t.Context(), srv.URL+"/healthz", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/run"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -200,7 +201,7 @@ func TestKubernetesManifests(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(cfgText), &raw); err != nil {
 		t.Fatalf("sluice.yaml: %v", err)
 	}
-	if raw.Metrics.Listen == "" || loopbackListen(raw.Metrics.Listen) {
+	if raw.Metrics.Listen == "" || run.LoopbackListen(raw.Metrics.Listen) {
 		t.Errorf("metrics.listen %q: Prometheus in another pod cannot reach a loopback address", raw.Metrics.Listen)
 	}
 	cfg, err := parseEnv([]byte(cfgText), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
@@ -228,7 +229,7 @@ func TestKubernetesManifests(t *testing.T) {
 	if p := c.str("ports.0.name"); p != "metrics" || strconv.Itoa(c.num("ports.0.containerPort")) != port {
 		t.Errorf("container port %s/%d, want metrics/%s", p, c.num("ports.0.containerPort"), port)
 	}
-	srv := httptest.NewServer(opsHandler(opsConfig{Metrics: config.Default().Metrics}, prometheus.NewRegistry(), func(context.Context) error { return nil }, nil))
+	srv := httptest.NewServer(run.OpsHandler(config.Default().Metrics, prometheus.NewRegistry(), func(context.Context) error { return nil }, nil))
 	defer srv.Close()
 	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
 		path := c.str(probe + ".httpGet.path")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -38,7 +39,7 @@ A bad trace line is reported with its number, and the exit status is 2.`,
 			if name != "-" {
 				f, err := os.Open(name)
 				if err != nil {
-					return usageError(err)
+					return cli.UsageError(err)
 				}
 				defer f.Close()
 				in = f
@@ -47,7 +48,7 @@ A bad trace line is reported with its number, and the exit status is 2.`,
 			}
 			var r limiter.Replayer
 			if err := r.Run(in, cmd.OutOrStdout()); err != nil {
-				return usageError(fmt.Errorf("%s: %w", name, err))
+				return cli.UsageError(fmt.Errorf("%s: %w", name, err))
 			}
 			return nil
 		},

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/cli"
 )
 
 // TestLimiterReplayGolden runs every trace of the limiter package through
@@ -66,8 +68,8 @@ func TestLimiterReplayStdinAndErrors(t *testing.T) {
 		{`{"options": {}}` + "\n" + `not json`, `line 2: bad JSON`},
 	} {
 		_, err := replay(tc.in)
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), tc.msg) {
+		var ee *cli.ExitError
+		if !errors.As(err, &ee) || ee.Code != 2 || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("input %q: err %v, want exit status 2 and %q", tc.in, err, tc.msg)
 		}
 	}

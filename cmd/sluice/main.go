@@ -4,10 +4,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/memlimit"
 )
 
@@ -17,28 +17,21 @@ func main() {
 	if _, _, err := memlimit.Apply(os.Getenv, os.DirFS("/")); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice: warning:", err)
 	}
-	os.Exit(run(context.Background(), os.Args[1:]))
+	os.Exit(execute(context.Background(), os.Args[1:]))
 }
 
-// run executes the command line and returns the process exit status
+// execute runs the command line and returns the process exit status
 // (exitStatus: 0, 1, 2, or 128 + the signal that stopped it).
-func run(ctx context.Context, args []string) int {
-	ctx, signals := catchSignals(ctx)
+func execute(ctx context.Context, args []string) int {
+	ctx, signals := cli.CatchSignals(ctx)
 	root := newRootCmd()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	sig := signals.stop()
+	sig := signals.Stop()
 	if err != nil {
-		if msg := err.Error(); !isSilent(err) && msg != "" {
+		if msg := err.Error(); !cli.Silent(err) && msg != "" {
 			fmt.Fprintln(os.Stderr, "sluice:", msg)
 		}
 	}
-	return exitStatus(err, sig)
-}
-
-// isSilent reports an exitError without a message: the command already
-// said what went wrong.
-func isSilent(err error) bool {
-	var ee *exitError
-	return errors.As(err, &ee) && ee.err == nil
+	return cli.ExitStatus(err, sig)
 }

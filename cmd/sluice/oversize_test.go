@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -50,13 +51,13 @@ func TestRunOversizedEnvelope(t *testing.T) {
 	enqueueRawJob(t, q, "big", big)
 	enqueueJob(t, q, "small", map[string]any{"headers": map[string]string{"X-Job": "small"}})
 	r := startRun(t, cfg, nil)
-	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 	r.stop(t)
 
 	if api.count("big") != 0 || api.count("small") != 1 {
 		t.Fatalf("target traffic: %v", api.hits)
 	}
-	dl := deadLetters(t, cfg, q)
+	dl := deadLetters(t, cfg)
 	rec, ok := dl["big"]
 	if len(dl) != 1 || !ok || rec.Reason != worker.ReasonTooLarge.String() {
 		t.Fatalf("dead letters: %+v", dl)
@@ -76,7 +77,7 @@ func TestRunOversizedEnvelope(t *testing.T) {
 // payload cut short rather than being refused by the server again and
 // again while the job is redelivered for ever.
 func TestRunDeadLetterLargerThanMaxPayload(t *testing.T) {
-	natsURL := startNATS(t) // max_payload 1 MiB
+	natsURL := testutil.StartNATS(t) // max_payload 1 MiB
 	api := newAPILog()
 	target := httptest.NewServer(api)
 	defer target.Close()
@@ -88,10 +89,10 @@ func TestRunDeadLetterLargerThanMaxPayload(t *testing.T) {
 	enqueueRawJob(t, q, "near", nearLimit)
 	enqueueRawJob(t, q, "quotes", quotes)
 	r := startRun(t, cfg, nil)
-	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 	r.stop(t)
 
-	dl := deadLetters(t, cfg, q)
+	dl := deadLetters(t, cfg)
 	for id, payload := range map[string][]byte{"near": nearLimit, "quotes": quotes} {
 		rec, ok := dl[id]
 		if !ok || rec.Reason != worker.ReasonBadJSON.String() {
@@ -113,7 +114,7 @@ func TestRunDeadLetterLargerThanMaxPayload(t *testing.T) {
 // fit, rather than refused again and again while the target is called on
 // every redelivery.
 func TestRunResultLargerThanMaxPayload(t *testing.T) {
-	natsURL := startNATS(t) // max_payload 1 MiB
+	natsURL := testutil.StartNATS(t) // max_payload 1 MiB
 	api := newAPILog()
 	api.answers["big"] = func(_ int, w http.ResponseWriter, _ *http.Request) {
 		w.Write(bytes.Repeat([]byte("r"), 1<<20))
@@ -126,7 +127,7 @@ func TestRunResultLargerThanMaxPayload(t *testing.T) {
 	q := client(t, cfg)
 	enqueueJob(t, q, "big", map[string]any{"headers": map[string]string{"X-Job": "big"}})
 	r := startRun(t, cfg, nil)
-	eventually(t, "the queue to drain", func() bool { return drained(t, q) || api.count("big") > 3 })
+	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) || api.count("big") > 3 })
 	r.stop(t)
 	if n := api.count("big"); n != 1 {
 		t.Fatalf("the target was called %d times for one job, want 1", n)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -32,7 +33,7 @@ redelivers or dead-letters each job according to the response.`,
 		newTestserverCmd(),
 		newDemoCmd(),
 	)
-	applyConventions(root)
-	setExamples(root)
+	cli.ApplyConventions(root)
+	cli.SetExamples(root)
 	return root
 }

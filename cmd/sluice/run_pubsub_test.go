@@ -13,6 +13,8 @@ import (
 	"cloud.google.com/go/pubsub/v2/pstest"
 
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/run"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/worker"
 )
@@ -51,7 +53,7 @@ metrics: {listen: "off"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := openSource(context.Background(), cfg.Source, slog.New(slog.DiscardHandler))
+	q, err := run.OpenSource(context.Background(), cfg.Source, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ metrics: {listen: "off"}
 		}
 		return out
 	}
-	eventually(t, "a result and two dead letters", func() bool {
+	testutil.Eventually(t, "a result and two dead letters", func() bool {
 		m := byTopic()
 		return len(m["results"]) == 1 && len(m["dead"]) == 2
 	})

@@ -20,6 +20,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/dlq"
+	"github.com/sluicehq/sluice/internal/run"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/worker"
@@ -29,17 +32,6 @@ import (
 // JetStream server (random port, temporary store), the real HTTP sink
 // against an httptest target, the real limiter and outputs. They wait on
 // real network events, so they poll with generous deadlines.
-
-// startNATS starts an embedded JetStream server for one test.
-func startNATS(t *testing.T) string {
-	t.Helper()
-	srv, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: t.TempDir(), Port: natsjs.RandomPort}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	return srv.ClientURL()
-}
 
 // e2eConfig is a config for a worker on natsURL calling target, with short
 // backoffs and no metrics endpoint.
@@ -89,7 +81,9 @@ func startRunWith(t *testing.T, cfg config.Config, ui bool, log *slog.Logger, re
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- runWorker(ctx, cfg, ui, reg, log) }()
+	go func() {
+		r.done <- run.Worker(ctx, cfg, run.Options{UI: ui, Registry: reg, Log: log, Version: currentVersion()})
+	}()
 	t.Cleanup(func() { r.stop(t) })
 	return r
 }
@@ -114,7 +108,7 @@ func (r *running) stop(t *testing.T) {
 // client opens a second connection to the queue, as `sluice enqueue` does.
 func client(t *testing.T, cfg config.Config) *natsjs.Source {
 	t.Helper()
-	src, err := openNATSJS(context.Background(), cfg.Source.JetStream, nil)
+	src, err := run.OpenJetStream(context.Background(), cfg.Source.JetStream, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,18 +138,6 @@ func enqueueRawJob(t *testing.T, src sources.Source, id string, data []byte) {
 	}
 }
 
-// eventually polls cond every 20 ms for up to a minute.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // drained reports whether the queue has nothing pending or in flight. The
 // stream must be empty too: the consumer's pending count can lag a publish
 // that the stream has already acked, so a job just enqueued may not show
@@ -175,16 +157,18 @@ func drained(t *testing.T, src *natsjs.Source) bool {
 	return info.CachedInfo().State.Msgs == 0
 }
 
-// deadLetters reads every record of the dead-letter stream.
-func deadLetters(t *testing.T, cfg config.Config, src *natsjs.Source) map[string]worker.DeadLetter {
+// deadLetters reads every record of the dead-letter stream, as
+// `sluice dlq replay` does.
+func deadLetters(t *testing.T, cfg config.Config) map[string]worker.DeadLetter {
 	t.Helper()
-	store, err := openDeadLetterStore(context.Background(), cfg, src)
+	r, err := dlq.Open(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
 	out := map[string]worker.DeadLetter{}
-	err = store.each(context.Background(), func(r deadLetterRecord) error {
-		out[r.ID] = r.DeadLetter
+	err = r.Each(context.Background(), func(d worker.DeadLetter) error {
+		out[d.ID] = d
 		return nil
 	})
 	if err != nil {
@@ -241,7 +225,7 @@ func (a *apiLog) distinct() int {
 // succeeds on a later attempt, a throttle that exhausts its deliveries, and
 // invalid jobs dead-lettered at once.
 func TestRunEndToEnd(t *testing.T) {
-	natsURL := startNATS(t)
+	natsURL := testutil.StartNATS(t)
 	api := newAPILog()
 	api.answers["missing"] = func(_ int, w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "no such item", http.StatusNotFound)
@@ -282,7 +266,7 @@ func TestRunEndToEnd(t *testing.T) {
 	enqueueJob(t, q, "neg-cost", map[string]any{"cost": -1})
 
 	startRun(t, cfg, nil)
-	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 
 	for i := range 50 {
 		if n := api.count(fmt.Sprint("ok-", i)); n != 1 {
@@ -299,7 +283,7 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Errorf("throttled job was sent %d times, want 6 (2 attempts × 3 deliveries)", n)
 	}
 
-	dl := deadLetters(t, cfg, q)
+	dl := deadLetters(t, cfg)
 	want := map[string]string{
 		"missing": worker.ReasonClientError.String(), "throttled": worker.ReasonMaxDeliveries.String(),
 		"garbage": worker.ReasonBadJSON.String(), "unknown-type": worker.ReasonUnknownType.String(), "neg-cost": worker.ReasonBadCost.String(),
@@ -344,7 +328,7 @@ func TestRunEndToEnd(t *testing.T) {
 // Paths that try to leave the target are dead-lettered and never sent: a
 // second server on another port sees nothing.
 func TestRunSSRF(t *testing.T) {
-	natsURL := startNATS(t)
+	natsURL := testutil.StartNATS(t)
 	api := newAPILog()
 	target := httptest.NewServer(api)
 	defer target.Close()
@@ -377,7 +361,7 @@ func TestRunSSRF(t *testing.T) {
 	enqueueJob(t, q, "fine", map[string]any{"path": "/items/1", "headers": map[string]string{"X-Job": "fine"}})
 
 	startRun(t, cfg, nil)
-	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 
 	mu.Lock()
 	if otherHits != 0 {
@@ -387,7 +371,7 @@ func TestRunSSRF(t *testing.T) {
 	if api.distinct() != 1 || api.count("fine") != 1 {
 		t.Errorf("target saw %v, want only the fine job", api.hits)
 	}
-	dl := deadLetters(t, cfg, q)
+	dl := deadLetters(t, cfg)
 	for id := range paths {
 		d, ok := dl[id]
 		if !ok {
@@ -404,7 +388,7 @@ func TestRunSSRF(t *testing.T) {
 // acked exactly once or available for redelivery, and a restarted worker
 // finishes them all.
 func TestRunShutdownLosesNothing(t *testing.T) {
-	natsURL := startNATS(t)
+	natsURL := testutil.StartNATS(t)
 	api := newAPILog()
 	release := make(chan struct{})
 	var mu sync.Mutex
@@ -451,12 +435,12 @@ func TestRunShutdownLosesNothing(t *testing.T) {
 	}
 	reg1 := prometheus.NewRegistry()
 	r1 := startRunReg(t, cfg, nil, reg1)
-	eventually(t, "40 requests in flight", func() bool { return api.distinct() >= 40 })
+	testutil.Eventually(t, "40 requests in flight", func() bool { return api.distinct() >= 40 })
 	// Let 10 requests finish, so some jobs are acked before the stop.
 	for range 10 {
 		release <- struct{}{}
 	}
-	eventually(t, "10 jobs completed", func() bool { mu.Lock(); defer mu.Unlock(); return len(completedRun1) == 10 })
+	testutil.Eventually(t, "10 jobs completed", func() bool { mu.Lock(); defer mu.Unlock(); return len(completedRun1) == 10 })
 	r1.stop(t)
 
 	// Every job the first worker held was settled: acked after its
@@ -475,7 +459,7 @@ func TestRunShutdownLosesNothing(t *testing.T) {
 	mu.Unlock()
 	cfg.Limiter.Disabled = true
 	startRun(t, cfg, nil)
-	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 	for i := range 200 {
 		id := fmt.Sprint("j", i)
 		mu.Lock()
@@ -520,7 +504,7 @@ func jobOutcomes(t *testing.T, reg *prometheus.Registry) map[string]int {
 func TestRunNoSecretsInOutput(t *testing.T) {
 	const token = "sk-live-7c1f4e2a9b3d8e6f"
 	t.Setenv("SLUICE_TEST_API_TOKEN", token)
-	natsURL := startNATS(t)
+	natsURL := testutil.StartNATS(t)
 	api := newAPILog()
 	echo := func(_ int, w http.ResponseWriter, r *http.Request) {
 		// A careless API that echoes the credentials in its error.
@@ -566,8 +550,8 @@ log: {level: debug, format: json}
 	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runWorker(ctx, cfg, false, reg, log) }()
-	eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	go func() { done <- run.Worker(ctx, cfg, run.Options{Registry: reg, Log: log}) }()
+	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -649,7 +633,7 @@ func loadWithLogs(t *testing.T, file, src string) (config.Config, *slog.Logger, 
 		t.Fatal(err)
 	}
 	logs := &bytes.Buffer{}
-	log, err := newLogger(&syncWriter{w: logs}, cfg.Log.Format, cfg.Log.Level)
+	log, err := run.NewLogger(&syncWriter{w: logs}, cfg.Log.Format, cfg.Log.Level)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/run"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // startAuthNATS starts a JetStream server that requires the credentials
@@ -110,10 +112,10 @@ log: {level: debug, format: json}
 			enqueueRawJob(t, q, "junk", []byte(`{"id":`))
 			reg := prometheus.NewRegistry()
 			r := startRunReg(t, cfg, log, reg)
-			eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+			testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 			r.stop(t)
 
-			dl := deadLetters(t, cfg, q)
+			dl := deadLetters(t, cfg)
 			if len(dl) != 2 || dl["bad"].Reason != "client_error" || dl["junk"].Reason != "bad_json" {
 				t.Fatalf("dead letters: %+v", dl)
 			}
@@ -163,8 +165,8 @@ log: {level: debug, format: json}
 			} else {
 				wrong.Source.JetStream.ConnectTimeout = time.Duration(2 * time.Second)
 				var out bytes.Buffer
-				wlog, _ := newLogger(&syncWriter{w: &out}, "json", "debug")
-				err := runWorker(t.Context(), wrong, false, prometheus.NewRegistry(), wlog)
+				wlog, _ := run.NewLogger(&syncWriter{w: &out}, "json", "debug")
+				err := run.Worker(t.Context(), wrong, run.Options{Registry: prometheus.NewRegistry(), Log: wlog})
 				if err == nil {
 					t.Fatal("a worker with a wrong secret ran")
 				}

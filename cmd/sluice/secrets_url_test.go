@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // A base_url from the environment is a secret like a header value, and
@@ -52,9 +54,9 @@ log: {level: debug, format: json}
 			enqueueJob(t, q, "ok", nil)
 			enqueueJob(t, q, "bad", map[string]any{"path": "/bad"})
 			r := startRun(t, cfg, log)
-			eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+			testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 			r.stop(t)
-			dl := deadLetters(t, cfg, q)
+			dl := deadLetters(t, cfg)
 			if len(dl) != 1 || dl["bad"].Reason != "client_error" {
 				t.Fatalf("dead letters: %+v", dl)
 			}

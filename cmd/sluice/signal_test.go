@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // TestSluiceProcess is not a test: it is `sluice` itself, run by the
@@ -26,7 +27,7 @@ func TestSluiceProcess(t *testing.T) {
 	if args == "" {
 		t.Skip("runs only as the child process of the signal tests")
 	}
-	os.Exit(run(context.Background(), strings.Split(args, "\x1f")))
+	os.Exit(execute(context.Background(), strings.Split(args, "\x1f")))
 }
 
 // lockedBuffer collects a child's stderr.
@@ -87,7 +88,7 @@ func startSluice(t *testing.T, args ...string) *child {
 func TestRunSignals(t *testing.T) {
 	for _, second := range []bool{false, true} {
 		t.Run(fmt.Sprintf("second_signal=%v", second), func(t *testing.T) {
-			natsURL := startNATS(t)
+			natsURL := testutil.StartNATS(t)
 			var mu sync.Mutex
 			hits := 0
 			hang := make(chan struct{})
@@ -123,11 +124,11 @@ log: {format: json}
 			enqueueJob(t, q, "slow", nil)
 
 			c := startSluice(t, "run", "-c", file)
-			eventually(t, "the request to reach the target", func() bool { mu.Lock(); defer mu.Unlock(); return hits == 1 })
+			testutil.Eventually(t, "the request to reach the target", func() bool { mu.Lock(); defer mu.Unlock(); return hits == 1 })
 			if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the shutdown message", func() bool { return strings.Contains(c.out.String(), "shutting down") })
+			testutil.Eventually(t, "the shutdown message", func() bool { return strings.Contains(c.out.String(), "shutting down") })
 			if second {
 				if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 					t.Fatal(err)

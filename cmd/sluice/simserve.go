@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/run"
 	"github.com/sluicehq/sluice/sim"
 	"github.com/sluicehq/sluice/web"
 )
@@ -22,19 +24,19 @@ import (
 // instances and demand), until SIGINT or SIGTERM.
 func serveSimulator(cmd *cobra.Command, f simulateFlags, start sim.Config) error {
 	if f.json || f.svg != "" || f.compare {
-		return usageError(errors.New("--serve: cannot be combined with --json, --svg or --compare"))
+		return cli.UsageError(errors.New("--serve: cannot be combined with --json, --svg or --compare"))
 	}
 	cfg := web.DefaultSimConfig()
 	cfg.Start = start
 	cfg.Speed = f.speed
 	if err := cfg.Validate(); err != nil {
 		if !(f.speed >= web.MinSpeed && f.speed <= web.MaxSpeed) {
-			return usageError(fmt.Errorf("--speed: must be in [%v, %v], got %v", web.MinSpeed, web.MaxSpeed, f.speed))
+			return cli.UsageError(fmt.Errorf("--speed: must be in [%v, %v], got %v", web.MinSpeed, web.MaxSpeed, f.speed))
 		}
-		return usageError(err)
+		return cli.UsageError(err)
 	}
 	if start.Instances > sim.MaxLiveInstances {
-		return usageError(fmt.Errorf("--instances: must be at most %d with --serve, got %d", sim.MaxLiveInstances, start.Instances))
+		return cli.UsageError(fmt.Errorf("--instances: must be at most %d with --serve, got %d", sim.MaxLiveInstances, start.Instances))
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -59,9 +61,9 @@ func serveSimulatorOn(ctx context.Context, ln net.Listener, cfg web.SimConfig, e
 		return err
 	}
 	addr := ln.Addr().String()
-	if !loopbackListen(addr) {
+	if !run.LoopbackListen(addr) {
 		fmt.Fprintf(errOut, "sluice simulate: warning: %s is reachable from other hosts\n", addr)
 	}
 	fmt.Fprintf(errOut, "sluice simulate: serving the simulator page on http://%s/ (Ctrl-C to stop)\n", addr)
-	return serveHTTP(ctx, ln, srv, cfg.Log, "--serve")
+	return run.ServeHTTP(ctx, ln, srv, cfg.Log, "--serve")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/sim"
 	"github.com/sluicehq/sluice/web"
 )
@@ -183,20 +184,20 @@ func (f simulateFlags) adjust(cmd *cobra.Command) (func(*sim.Config), error) {
 func runSimulate(cmd *cobra.Command, f simulateFlags) error {
 	adjust, err := f.adjust(cmd)
 	if err != nil {
-		return usageError(err)
+		return cli.UsageError(err)
 	}
 	var mode sim.Mode
 	if f.mode != "" {
 		if mode, err = sim.ParseMode(f.mode); err != nil {
-			return usageError(fmt.Errorf("--mode: %w", err))
+			return cli.UsageError(fmt.Errorf("--mode: %w", err))
 		}
 	}
 	if _, err := sim.Scenario(f.scenario); err != nil {
-		return usageError(fmt.Errorf("--scenario: %w", err))
+		return cli.UsageError(fmt.Errorf("--scenario: %w", err))
 	}
 	if f.compare {
 		if f.json || f.svg != "" || f.serve != "" {
-			return usageError(errors.New("--compare: cannot be combined with --json, --svg or --serve"))
+			return cli.UsageError(errors.New("--compare: cannot be combined with --json, --svg or --serve"))
 		}
 		scenarios, modes := sim.CompareScenarios, sim.Modes
 		if cmd.Flags().Changed("scenario") {
@@ -218,7 +219,7 @@ func runSimulate(cmd *cobra.Command, f simulateFlags) error {
 	cfg, _ := sim.Scenario(f.scenario)
 	if mode != "" {
 		if f.scenario == sim.ScenarioNoLimiter && mode != sim.ModeNone {
-			return usageError(fmt.Errorf("--mode: scenario no-limiter runs with mode none; use --scenario first-throttle --mode %s", mode))
+			return cli.UsageError(fmt.Errorf("--mode: scenario no-limiter runs with mode none; use --scenario first-throttle --mode %s", mode))
 		}
 		cfg.Mode = mode
 	}

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 func TestSimulateJSON(t *testing.T) {
-	out, err := runCLI(t, "simulate", "--scenario", "noisy-neighbor", "--duration", "7m", "--json")
+	out, err := testutil.RunCLI(t.Context(), newRootCmd, "simulate", "--scenario", "noisy-neighbor", "--duration", "7m", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func TestSimulateJSON(t *testing.T) {
 	if _, ok := m["recovery_s"].(float64); !ok {
 		t.Errorf("recovery_s = %v, want a number for noisy-neighbor", m["recovery_s"])
 	}
-	out, err = runCLI(t, "simulate", "--duration", "3m", "--json")
+	out, err = testutil.RunCLI(t.Context(), newRootCmd, "simulate", "--duration", "3m", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ func TestSimulateDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	run := func(name string) (string, []byte) {
 		path := filepath.Join(dir, name)
-		out, err := runCLI(t, "simulate", "--scenario", "three-instances", "--mode", "cubic", "--duration", "6m", "--seed", "3", "--json", "--svg", path)
+		out, err := testutil.RunCLI(t.Context(), newRootCmd, "simulate", "--scenario", "three-instances", "--mode", "cubic", "--duration", "6m", "--seed", "3", "--json", "--svg", path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +73,7 @@ func TestSimulateDeterministic(t *testing.T) {
 }
 
 func TestSimulateTableAndCompare(t *testing.T) {
-	out, err := runCLI(t, "simulate", "--scenario", "no-limiter", "--duration", "2m")
+	out, err := testutil.RunCLI(t.Context(), newRootCmd, "simulate", "--scenario", "no-limiter", "--duration", "2m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func TestSimulateTableAndCompare(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	out, err = runCLI(t, "simulate", "--compare", "--scenario", "first-throttle", "--duration", "2m", "--quota", "1000", "--demand", "800")
+	out, err = testutil.RunCLI(t.Context(), newRootCmd, "simulate", "--compare", "--scenario", "first-throttle", "--duration", "2m", "--quota", "1000", "--demand", "800")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ func TestSimulateFlagErrors(t *testing.T) {
 		{[]string{"--share", "fleet", "--share-delay", "-1s"}, "--share-delay"},
 		{[]string{"--svg", "/nonexistent/dir/x.svg", "--duration", "1m"}, "--svg"},
 	} {
-		_, err := runCLI(t, append([]string{"simulate"}, c.args...)...)
+		_, err := testutil.RunCLI(t.Context(), newRootCmd, append([]string{"simulate"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %s", c.args, err, c.want)
 		}

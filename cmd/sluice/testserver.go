@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/sim"
 )
 
@@ -64,7 +65,7 @@ stats as JSON. See docs/simulator.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config()
 			if err != nil {
-				return usageError(err)
+				return cli.UsageError(err)
 			}
 			if f.logFile != "" {
 				lf, err := os.OpenFile(f.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/sim"
 )
 
@@ -47,7 +48,7 @@ func TestTestserverFlags(t *testing.T) {
 			t.Errorf("%+v: error %v, want one naming %s", c.f, err, c.want)
 		}
 	}
-	if _, err := runCLI(t, "testserver", "--listen", "256.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "--listen") {
+	if _, err := testutil.RunCLI(t.Context(), newRootCmd, "testserver", "--listen", "256.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "--listen") {
 		t.Errorf("bad --listen: %v", err)
 	}
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluicehq/sluice/internal/run"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // testCA is a self-signed CA that signs a certificate for 127.0.0.1.
@@ -112,7 +114,7 @@ func TestRunTLSWithCAFile(t *testing.T) {
 		bad := cfg
 		bad.Source.JetStream.TLS.CAFile = caFile
 		bad = mustValid(t, bad)
-		err := runWorker(t.Context(), bad, false, prometheus.NewRegistry(), nil)
+		err := run.Worker(t.Context(), bad, run.Options{Registry: prometheus.NewRegistry(), Log: nil})
 		if err == nil {
 			t.Fatalf("%s: the worker connected", name)
 		}
@@ -126,7 +128,7 @@ func TestRunTLSWithCAFile(t *testing.T) {
 	q := client(t, cfg)
 	enqueueJob(t, q, "over-tls", map[string]any{"headers": map[string]string{"X-Job": "over-tls"}})
 	r := startRun(t, cfg, nil)
-	eventually(t, "the job over TLS", func() bool { return drained(t, q) })
+	testutil.Eventually(t, "the job over TLS", func() bool { return drained(t, q) })
 	r.stop(t)
 	if api.count("over-tls") != 1 {
 		t.Fatalf("target traffic: %v", api.hits)

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // TestValidateRejectsWhatRunRejects runs a failure of each library's
@@ -55,9 +58,9 @@ func TestValidateRejectsWhatRunRejects(t *testing.T) {
 			if err := os.WriteFile(file, []byte(tc.yaml), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			out, err := runCLI(t, "config", "validate", "-c", file)
-			var ee *exitError
-			if !errors.As(err, &ee) || ee.code != 2 {
+			out, err := testutil.RunCLI(t.Context(), newRootCmd, "config", "validate", "-c", file)
+			var ee *cli.ExitError
+			if !errors.As(err, &ee) || ee.Code != 2 {
 				t.Fatalf("config validate: %v, want exit status 2; output:\n%s", err, out)
 			}
 			if got := strings.TrimSpace(out); got != tc.want {
@@ -68,8 +71,8 @@ func TestValidateRejectsWhatRunRejects(t *testing.T) {
 			if !strings.Contains(tc.yaml, "kind: pubsub") {
 				args = append(args, "--data-dir", store, "--nats-port", "-1")
 			}
-			_, err = runCLI(t, args...)
-			if !errors.As(err, &ee) || ee.code != 2 {
+			_, err = testutil.RunCLI(t.Context(), newRootCmd, args...)
+			if !errors.As(err, &ee) || ee.Code != 2 {
 				t.Fatalf("run: %v, want exit status 2", err)
 			}
 			if got := strings.TrimSpace(err.Error()); got != tc.want {

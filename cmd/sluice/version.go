@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"strings"
 
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -37,40 +37,5 @@ func currentVersion() string {
 	if !ok {
 		bi = nil
 	}
-	return resolveVersion(version, bi)
-}
-
-// resolveVersion picks the version to print: the one set at link time;
-// else the module version of a `go install module@version` build (or the
-// pseudo-version the toolchain derives from the repository); else the VCS
-// revision the toolchain stamped (12 characters, "-dirty" for a modified
-// tree); else "dev".
-func resolveVersion(linked string, bi *debug.BuildInfo) string {
-	if linked != "" && linked != "dev" {
-		return linked
-	}
-	if bi == nil {
-		return "dev"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev string
-	var dirty bool
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		return "dev"
-	}
-	rev = rev[:min(len(rev), 12)]
-	if dirty {
-		rev += "-dirty"
-	}
-	return "devel-" + strings.TrimSpace(rev)
+	return cli.ResolveVersion(version, bi)
 }

@@ -71,8 +71,9 @@ type Source struct {
 }
 
 var (
-	_ sources.Source  = (*Source)(nil)
-	_ sources.Message = (*Message)(nil)
+	_ sources.Source    = (*Source)(nil)
+	_ sources.Message   = (*Message)(nil)
+	_ sources.AckWaiter = (*Source)(nil)
 )
 
 // Open validates cfg, connects, and with cfg.Setup creates the topics and
@@ -369,6 +370,9 @@ func (s *Source) publish(ctx context.Context, topic string, pm *pubsubpb.PubsubM
 
 // Config returns the configuration in effect, defaults filled in.
 func (s *Source) Config() Config { return s.cfg }
+
+// AckWait returns the subscription's ack deadline (sources.AckWaiter).
+func (s *Source) AckWait() time.Duration { return s.cfg.AckDeadline }
 
 // Close closes the client. Messages not yet settled are redelivered after
 // their ack deadline. Close is idempotent.

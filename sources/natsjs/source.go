@@ -38,9 +38,12 @@ type Source struct {
 }
 
 var (
-	_ sources.Source      = (*Source)(nil)
-	_ sources.StatsSource = (*Source)(nil)
-	_ sources.Message     = (*message)(nil)
+	_ sources.Source       = (*Source)(nil)
+	_ sources.StatsSource  = (*Source)(nil)
+	_ sources.AckWaiter    = (*Source)(nil)
+	_ sources.Connector    = (*Source)(nil)
+	_ sources.Deduplicator = (*Source)(nil)
+	_ sources.Message      = (*message)(nil)
 )
 
 // Open connects to the server (starting the embedded one when cfg.URL is
@@ -328,4 +331,17 @@ func (s *Source) isClosed() bool {
 	default:
 		return false
 	}
+}
+
+// AckWait returns the consumer's ack wait (sources.AckWaiter).
+func (s *Source) AckWait() time.Duration { return s.cfg.AckWait }
+
+// PublishDedup is Publish that reports whether the stream already held the
+// message's ID in its duplicate window (sources.Deduplicator).
+func (s *Source) PublishDedup(ctx context.Context, m sources.Outgoing) (bool, error) {
+	ack, err := s.PublishAck(ctx, m)
+	if err != nil {
+		return false, err
+	}
+	return ack.Duplicate, nil
 }

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,7 +18,6 @@ import (
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/limiter"
-	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
@@ -34,13 +32,13 @@ type shareRun struct {
 	fleet *cluster.Fleet      // members and leases
 	mem   *cluster.Memory     // static mode on the embedded server
 	nc    *nats.Conn          // a connection of our own (nats_url), closed by close
-	lim   atomic.Pointer[limiter.Limiter]
 	opts  []cluster.Option
 }
 
-// coordination returns the JetStream context to coordinate through: a
-// connection to limiter.share.nats_url, or the JetStream source's own.
-func shareCoordination(s config.Share, src sources.Source) (jetstream.JetStream, *nats.Conn, error) {
+// shareCoordination returns the JetStream context to coordinate through: a
+// connection of its own to limiter.share.nats_url, or js, the JetStream
+// source's connection (nil for another source).
+func shareCoordination(s config.Share, js jetstream.JetStream) (jetstream.JetStream, *nats.Conn, error) {
 	if s.NATSURL != "" {
 		nc, err := nats.Connect(s.NATSURL, nats.Name("sluice-share"), nats.MaxReconnects(-1))
 		if err != nil {
@@ -53,11 +51,10 @@ func shareCoordination(s config.Share, src sources.Source) (jetstream.JetStream,
 		}
 		return js, nc, nil
 	}
-	js, ok := src.(*natsjs.Source)
-	if !ok {
+	if js == nil {
 		return nil, nil, errors.New("limiter.share.nats_url: required unless source.kind is jetstream")
 	}
-	return js.JetStream(), nil, nil
+	return js, nil, nil
 }
 
 // redactURL hides a URL's password.
@@ -72,7 +69,10 @@ func redactURL(s string) string {
 // joinShare joins the bucket for a worker about to start, in members or
 // leases mode, and opens the fleet state; in static mode on the embedded
 // server with one instance, it opens the memory of the rate; else nil.
-func joinShare(ctx context.Context, cfg config.Config, lcfg limiter.Config, src sources.Source, reg prometheus.Registerer, log *slog.Logger) (*shareRun, error) {
+//
+// js is the JetStream source's connection, nil for another source.
+func joinShare(ctx context.Context, cfg config.Config, js jetstream.JetStream, reg prometheus.Registerer, log *slog.Logger) (*shareRun, error) {
+	lcfg := cfg.Limiter.Config
 	sc := cfg.Limiter.Share
 	fcfg := cluster.FleetConfig{Bucket: sc.BucketName(cfg.Target.BaseURL), Limiter: lcfg,
 		Remember: time.Duration(sc.Remember), Refresh: time.Duration(sc.TTL) / 3}
@@ -80,9 +80,9 @@ func joinShare(ctx context.Context, cfg config.Config, lcfg limiter.Config, src 
 		fcfg.Remember = -1 // remember: 0s remembers nothing
 	}
 	if sc.Mode == config.ShareStatic || sc.Mode == "" {
-		return rememberAlone(ctx, cfg, fcfg, src, log)
+		return rememberAlone(ctx, cfg, fcfg, js, log)
 	}
-	js, nc, err := shareCoordination(sc, src)
+	js, nc, err := shareCoordination(sc, js)
 	if err != nil {
 		return nil, err
 	}
@@ -95,27 +95,7 @@ func joinShare(ctx context.Context, cfg config.Config, lcfg limiter.Config, src 
 	}
 	r := &shareRun{mode: sc.Mode, nc: nc}
 	r.opts = []cluster.Option{cluster.WithLogger(log), cluster.WithMetrics(met)}
-	mopts := append(r.opts, cluster.WithRate(func() float64 {
-		if l := r.lim.Load(); l != nil {
-			return l.Rate()
-		}
-		return 0 // not started: no rate to report yet
-	}), cluster.WithLastWait(func() time.Time {
-		if l := r.lim.Load(); l != nil {
-			return l.LastWait()
-		}
-		return time.Time{}
-	}))
-	if sc.Mode == config.ShareMembers {
-		mopts = append(mopts, cluster.WithInstanceCount(func(n int) {
-			if l := r.lim.Load(); l != nil {
-				if err := l.SetInstanceCount(n); err != nil {
-					log.Warn("limiter.share: instance count not applied", "instances", n, "err", err)
-				}
-			}
-		}))
-	}
-	m, err := cluster.Join(ctx, js, sc.Lib(cfg.Target.BaseURL, cfg.Worker.ID), mopts...)
+	m, err := cluster.Join(ctx, js, sc.Lib(cfg.Target.BaseURL, cfg.Worker.ID), r.opts...)
 	if err != nil {
 		r.close()
 		return nil, fmt.Errorf("limiter.share: %w", err)
@@ -130,12 +110,11 @@ func joinShare(ctx context.Context, cfg config.Config, lcfg limiter.Config, src 
 
 // rememberAlone opens the memory of the rate for a worker alone (one
 // instance) on the embedded JetStream server; nil otherwise.
-func rememberAlone(ctx context.Context, cfg config.Config, fcfg cluster.FleetConfig, src sources.Source, log *slog.Logger) (*shareRun, error) {
-	js, ok := src.(*natsjs.Source)
-	if !ok || cfg.Source.Kind != config.SourceJetStream || cfg.Source.JetStream.URL != natsjs.Embedded || cfg.Limiter.Instances != 1 {
+func rememberAlone(ctx context.Context, cfg config.Config, fcfg cluster.FleetConfig, js jetstream.JetStream, log *slog.Logger) (*shareRun, error) {
+	if js == nil || cfg.Source.Kind != config.SourceJetStream || cfg.Source.JetStream.URL != natsjs.Embedded || cfg.Limiter.Instances != 1 {
 		return nil, nil
 	}
-	mem, err := cluster.OpenMemory(ctx, js.JetStream(), fcfg, cluster.WithLogger(log))
+	mem, err := cluster.OpenMemory(ctx, js, fcfg, cluster.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("limiter.share.remember: %w", err)
 	}
@@ -179,21 +158,15 @@ func (r *shareRun) start(ctx context.Context, lim *limiter.Limiter, log *slog.Lo
 	if r == nil {
 		return func(context.Context) error { return nil }, nil
 	}
-	r.lim.Store(lim)
 	if r.mem != nil {
 		return func(ctx context.Context) error { return r.mem.Run(ctx, lim.Adapt) }, nil
 	}
 	runs := []func(context.Context) error{r.m.Run, func(ctx context.Context) error { return r.fleet.Run(ctx, lim) }}
-	if r.mode == config.ShareMembers {
-		if err := lim.SetInstanceCount(r.m.Count()); err != nil {
-			return nil, fmt.Errorf("limiter.share: %w", err)
-		}
-	} else {
-		l, err := cluster.NewLeases(ctx, r.m, append(r.opts, cluster.WithShare(func(s float64) {
-			if err := lim.SetShare(s); err != nil {
-				log.Warn("limiter.share: share not applied", "share", s, "err", err)
-			}
-		}))...)
+	if err := r.m.Drive(lim, r.mode == config.ShareMembers); err != nil {
+		return nil, fmt.Errorf("limiter.share: %w", err)
+	}
+	if r.mode == config.ShareLeases {
+		l, err := cluster.NewLeases(ctx, r.m, append(r.opts, cluster.WithLimiter(lim))...)
 		if err != nil {
 			return nil, fmt.Errorf("limiter.share: %w", err)
 		}
@@ -215,21 +188,18 @@ func (r *shareRun) close() {
 	}
 }
 
-// memberList is what sluice status shows of limiter.share: the live
+// MemberList is what sluice status shows of limiter.share: the live
 // members of the budget's bucket.
-type memberList struct {
+type MemberList struct {
 	Mode       string           `json:"mode"`
 	Partitions int              `json:"partitions,omitempty"` // leases mode
 	Members    []cluster.Member `json:"members"`              // empty when the bucket does not exist yet
 }
 
-// listMembers reads the live members of the budget that the config file
-// describes; nil when limiter.share.mode is static.
-func listMembers(ctx context.Context, file string, src config.Source, log *slog.Logger) (*memberList, error) {
-	cfg, err := commandConfig(file)
-	if err != nil {
-		return nil, err
-	}
+// ListMembers reads the live members of the budget that cfg describes; nil
+// when limiter.share.mode is static.
+func ListMembers(ctx context.Context, cfg config.Config, log *slog.Logger) (*MemberList, error) {
+	src := cfg.Source
 	sc := cfg.Limiter.Share
 	if sc.Mode == config.ShareStatic || sc.Mode == "" {
 		return nil, nil
@@ -237,6 +207,7 @@ func listMembers(ctx context.Context, file string, src config.Source, log *slog.
 	var js jetstream.JetStream
 	if sc.NATSURL != "" {
 		var nc *nats.Conn
+		var err error
 		if js, nc, err = shareCoordination(sc, nil); err != nil {
 			return nil, err
 		}
@@ -245,14 +216,14 @@ func listMembers(ctx context.Context, file string, src config.Source, log *slog.
 		if src.Kind != config.SourceJetStream {
 			return nil, errors.New("limiter.share.nats_url: required unless source.kind is jetstream")
 		}
-		s, err := openNATSJS(ctx, src.JetStream, log)
+		s, err := OpenJetStream(ctx, src.JetStream, log)
 		if err != nil {
 			return nil, err
 		}
 		defer s.Close()
 		js = s.JetStream()
 	}
-	ml := &memberList{Mode: sc.Mode, Members: []cluster.Member{}}
+	ml := &MemberList{Mode: sc.Mode, Members: []cluster.Member{}}
 	if sc.Mode == config.ShareLeases {
 		ml.Partitions = sc.Partitions
 	}
@@ -267,14 +238,13 @@ func listMembers(ctx context.Context, file string, src config.Source, log *slog.
 	return ml, nil
 }
 
-// printMembers writes the live members as a table (nothing in static mode).
-func printMembers(ctx context.Context, file string, src config.Source, w io.Writer, log *slog.Logger) error {
-	ml, err := listMembers(ctx, file, src, log)
-	if err != nil || ml == nil {
-		return err
+// Print writes the live members as a table (nothing for nil: static mode).
+func (ml *MemberList) Print(w io.Writer) error {
+	if ml == nil {
+		return nil
 	}
 	if len(ml.Members) == 0 {
-		_, err = fmt.Fprintf(w, "%-24s %10s\n", "members ("+ml.Mode+")", "none")
+		_, err := fmt.Fprintf(w, "%-24s %10s\n", "members ("+ml.Mode+")", "none")
 		return err
 	}
 	if _, err := fmt.Fprintf(w, "%-24s %10d\n", "members ("+ml.Mode+")", len(ml.Members)); err != nil {

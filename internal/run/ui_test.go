@@ -1,11 +1,9 @@
-package main
+package run
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -18,35 +16,45 @@ import (
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/web"
+	"github.com/sluicehq/sluice/worker"
 )
 
-// TestUISource: the live page reads the limiter's state and the counters
-// of the worker's metrics, summed over the labels it does not show.
+// fixedStats are a worker's snapshots, fixed.
+type fixedStats struct {
+	lim *limiter.Limiter
+	ws  worker.Stats
+}
+
+func (f fixedStats) Limiter() limiter.Stats { return f.lim.Stats() }
+func (f fixedStats) Worker() worker.Stats   { return f.ws }
+
+// statsSource is a source whose only capability is its stats.
+type statsSource struct {
+	sources.Source
+	st sources.Stats
+}
+
+func (s statsSource) Stats(context.Context) (sources.Stats, error) { return s.st, nil }
+
+// TestUISource: the live page reads the limiter's and the worker's
+// snapshots and the source's backlog.
 func TestUISource(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	lm := limiter.NewMetrics()
-	reg.MustRegister(lm)
 	cfg := limiter.DefaultConfig()
 	cfg.InitialFill = 1 // full at start: the wait below takes no time
-	lim, err := limiter.New(cfg, limiter.WithMetrics(lm))
+	lim, err := limiter.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_jobs_total", Help: "h"}, []string{"outcome", "type"})
-	jobs.WithLabelValues("succeeded", "a").Add(3)
-	jobs.WithLabelValues("succeeded", "b").Add(4)
-	jobs.WithLabelValues("dead_lettered", "a").Add(1)
-	inFlight := prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_jobs_in_flight", Help: "h"})
-	inFlight.Set(2)
-	pending := prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_source_pending", Help: "h"})
-	pending.Set(17)
-	reg.MustRegister(jobs, inFlight, pending)
 	if _, err := lim.Wait(context.Background(), 5); err != nil {
 		t.Fatal(err)
 	}
+	ws := worker.Stats{InFlight: 2, Jobs: map[worker.Outcome]int64{worker.OutcomeSucceeded: 7, worker.OutcomeDeadLettered: 1}}
+	st := fixedStats{lim: lim, ws: ws}
+	src := statsSource{st: sources.Stats{Pending: 17}}
 
-	s, err := uiSource(lim, reg, nil, "")(context.Background())
+	s, err := uiSource(st, src, nil, "")(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +64,15 @@ func TestUISource(t *testing.T) {
 	if s.Jobs["succeeded"] != 7 || s.Jobs["dead_lettered"] != 1 || s.InFlight != 2 || s.Backlog != 17 || s.Members != nil {
 		t.Errorf("jobs %v, in flight %v, backlog %v, members %v", s.Jobs, s.InFlight, s.Backlog, s.Members)
 	}
+	if s.Rejections["max_wait"] != 0 || len(s.Rejections) != len(lim.Stats().Rejections) {
+		t.Errorf("rejections %v, want every reason at 0", s.Rejections)
+	}
 
 	// With membership, every member's rate, this worker's marked.
 	members := func() []cluster.Member {
 		return []cluster.Member{{Key: "m.a-1", ID: "a", Rate: 300, Share: 0.5}, {Key: "m.b-2", ID: "b", Rate: 290, Share: 0.5}}
 	}
-	s, err = uiSource(lim, reg, members, "m.b-2")(context.Background())
+	s, err = uiSource(st, src, members, "m.b-2")(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +81,8 @@ func TestUISource(t *testing.T) {
 		t.Errorf("members %+v, want %+v", s.Members, want)
 	}
 
-	// Without the source's gauge the backlog is unknown.
-	bare, err := uiSource(lim, prometheus.NewRegistry(), nil, "")(context.Background())
+	// A source without stats: the backlog is unknown.
+	bare, err := uiSource(st, statsSource{}.Source, nil, "")(context.Background())
 	if err != nil || bare.Backlog == bare.Backlog {
 		t.Errorf("backlog with no source stats: %v (%v), want NaN", bare.Backlog, err)
 	}
@@ -94,7 +105,7 @@ func TestOpsHandlerUI(t *testing.T) {
 
 	cfg := opsConfig{Metrics: config.Default().Metrics}
 	cfg.ui = true
-	cfg = withUI(cfg, lim, reg, nil, "w1")
+	cfg = withUI(cfg, fixedStats{lim: lim}, nil, nil, "w1")
 	srv := httptest.NewServer(opsHandler(cfg, reg, nil, nil))
 	defer srv.Close()
 	for path, want := range map[string]string{"/ui/": "live worker", "/ui/static/chart.js": "TimeChart", "/": "/ui/"} {
@@ -125,68 +136,10 @@ func TestOpsHandlerUI(t *testing.T) {
 		t.Errorf("first frame %s (%v)", data, err)
 	}
 
-	if err := checkUI(true, "", config.Metrics{Listen: config.OpsListenOff}); err == nil || !strings.Contains(err.Error(), "--ui") {
+	if err := CheckUI(true, "", config.Metrics{Listen: config.OpsListenOff}); err == nil || !strings.Contains(err.Error(), "--ui") {
 		t.Errorf("--ui with metrics.listen off: %v", err)
 	}
-	if err := checkUI(false, "", config.Metrics{Listen: config.OpsListenOff}); err != nil {
+	if err := CheckUI(false, "", config.Metrics{Listen: config.OpsListenOff}); err != nil {
 		t.Error(err)
-	}
-}
-
-// TestSimulateServe: `sluice simulate --serve` serves the page and its
-// stream, and returns once its context ends even with a stream open.
-func TestSimulateServe(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var out strings.Builder
-	go func() { done <- serveSimulatorOn(ctx, ln, web.DefaultSimConfig(), &out) }()
-	base := "http://" + ln.Addr().String()
-	code, body := get(t, base+"/")
-	if code != 200 || !strings.Contains(body, "see it run") {
-		t.Fatalf("GET /: %d", code)
-	}
-	res, err := http.Get(base + "/api/stream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	r := bufio.NewReader(res.Body)
-	for frames := 0; frames < 3; {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if line == "event: frame\n" {
-			frames++
-		}
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("serveSimulatorOn: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serveSimulatorOn did not return within 30s of cancel with a stream open")
-	}
-	io.Copy(io.Discard, r) // the stream ended with the server
-	if !strings.Contains(out.String(), "http://"+ln.Addr().String()) {
-		t.Errorf("output %q does not give the address", out.String())
-	}
-
-	for _, args := range [][]string{
-		{"simulate", "--serve", "127.0.0.1:0", "--json"},
-		{"simulate", "--serve", "127.0.0.1:0", "--compare"},
-		{"simulate", "--serve", "127.0.0.1:0", "--speed", "0"},
-		{"simulate", "--serve", "127.0.0.1:0", "--instances", "40"},
-		{"simulate", "--serve", "127.0.0.1:99999"},
-	} {
-		if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), "--") {
-			t.Errorf("%v: %v, want an error naming the flag", args, err)
-		}
 	}
 }

@@ -1,14 +1,16 @@
-package main
+package cli
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 )
 
-// examples is the Examples section of every command's help, by command
-// path. Each line that starts with "sluice " is a command line that
-// TestEveryCommandHasExamples parses against the command tree, so an
+// examples is the Examples section of every sluice command's help, by
+// command path. Each line that starts with "sluice " is a command line that
+// cmd/sluice's TestEveryCommandHasExamples parses against the command tree, so an
 // example cannot name a flag or command that does not exist.
 var examples = map[string]string{
 	"sluice": `  # Try it with no infrastructure: a model API, an embedded queue, two workers
@@ -89,9 +91,9 @@ var examples = map[string]string{
 	"sluice completion powershell": `  sluice completion powershell | Out-String | Invoke-Expression`,
 }
 
-// setExamples sets the Examples section of every command that has one in
-// examples and no Example of its own.
-func setExamples(root *cobra.Command) {
+// SetExamples sets the Examples section of every command of the tree that
+// has one in examples and no Example of its own.
+func SetExamples(root *cobra.Command) {
 	var walk func(*cobra.Command)
 	walk = func(cmd *cobra.Command) {
 		if cmd.Example == "" {
@@ -104,9 +106,9 @@ func setExamples(root *cobra.Command) {
 	walk(root)
 }
 
-// exampleCommandLines returns the sluice command lines of an Examples
+// ExampleCommandLines returns the sluice command lines of an Examples
 // text: each line's words after "sluice", up to a pipe or redirection.
-func exampleCommandLines(example string) [][]string {
+func ExampleCommandLines(example string) [][]string {
 	var out [][]string
 	for _, line := range strings.Split(example, "\n") {
 		line = strings.TrimSpace(line)
@@ -130,3 +132,6 @@ func exampleCommandLines(example string) [][]string {
 	}
 	return out
 }
+
+// ExamplePaths lists the command paths that have examples, sorted.
+func ExamplePaths() []string { return slices.Sorted(maps.Keys(examples)) }

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 func TestLogDurationsAndRates(t *testing.T) {
 	log := func(format string) string {
 		var b bytes.Buffer
-		l, err := newLogger(&b, format, "info")
+		l, err := NewLogger(&b, format, "info")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -43,12 +43,13 @@ type opsConfig struct {
 	config.Metrics
 	ui       bool      // `sluice run --ui`: serve the live page at /ui/ (ui.go)
 	uiListen string    // `sluice run --ui-listen`: serve it there instead
-	live     *livePage // the live page's source, set by runWorker when ui is on
+	live     *livePage // the live page's source, set by withUI when ui is on
+	version  string    // of sluice, for the index page
 }
 
-// loopbackListen reports whether a listen address binds only to the
+// LoopbackListen reports whether a listen address binds only to the
 // loopback interface. An empty host binds every interface.
-func loopbackListen(addr string) bool {
+func LoopbackListen(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil || host == "" {
 		return false
@@ -81,11 +82,11 @@ func serveOps(ctx context.Context, cfg opsConfig, g prometheus.Gatherer, ready f
 	if err != nil || ln == nil {
 		return err
 	}
-	if !loopbackListen(cfg.Listen) {
+	if !LoopbackListen(cfg.Listen) {
 		log.Warn("ops endpoints are reachable from other hosts", "addr", ln.Addr().String(), "pprof", cfg.Pprof)
 	}
 	log.Info("ops endpoints listening", "addr", ln.Addr().String(), "pprof", cfg.Pprof)
-	return serveHTTP(ctx, ln, opsHandler(cfg, g, ready, log), log, "metrics.listen")
+	return ServeHTTP(ctx, ln, opsHandler(cfg, g, ready, log), log, "metrics.listen")
 }
 
 // listen binds addr for the option or flag named what. It returns a nil
@@ -109,11 +110,11 @@ func listen(ctx context.Context, addr, what string) (net.Listener, error) {
 	return nil, fmt.Errorf("%s: %w", what, err)
 }
 
-// serveHTTP serves h on ln until ctx is done, then shuts the server down,
+// ServeHTTP serves h on ln until ctx is done, then shuts the server down,
 // giving requests in flight up to 5 s. Requests see ctx as their base
 // context, so long-lived streams end with it. Errors are prefixed with
 // what (the flag or option that named the address).
-func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, what string) error {
+func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, what string) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -181,7 +182,7 @@ func opsHandler(cfg opsConfig, g prometheus.Gatherer, ready func(context.Context
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "sluice "+currentVersion()+"\n/metrics\n/healthz\n/readyz\n")
+		io.WriteString(w, "sluice "+cfg.version+"\n/metrics\n/healthz\n/readyz\n")
 		if cfg.Pprof {
 			io.WriteString(w, "/debug/pprof/\n")
 		}
@@ -240,12 +241,12 @@ func targetResolves(target string, lookup func(ctx context.Context, host string)
 }
 
 // sourceReady is a readiness check for the source. A source that can tell
-// whether it is connected (a Connected() bool method) is asked; one that
+// whether it is connected (sources.Connector) is asked; one that
 // reports stats is ready while it can read them (which needs the
 // connection and the consumer); any other source is ready once opened.
 func sourceReady(src sources.Source) func(context.Context) error {
 	return func(ctx context.Context) error {
-		if c, ok := src.(interface{ Connected() bool }); ok {
+		if c, ok := src.(sources.Connector); ok {
 			if !c.Connected() {
 				return errors.New("source not connected")
 			}
@@ -260,7 +261,7 @@ func sourceReady(src sources.Source) func(context.Context) error {
 	}
 }
 
-// registerOpsMetrics registers, on reg, the metrics that are not part of a
+// RegisterOpsMetrics registers, on reg, the metrics that are not part of a
 // library package's metrics struct:
 //
 //   - sluice_build_info{version,goversion}: always 1;
@@ -269,14 +270,14 @@ func sourceReady(src sources.Source) func(context.Context) error {
 //   - sluice_source_* gauges read from src on each scrape, when src
 //     implements sources.StatsSource (see sourceStatsCollector);
 //   - the Go runtime and process collectors (go_*, process_*).
-func registerOpsMetrics(reg prometheus.Registerer, sat *limiter.Saturation, src sources.Source, log *slog.Logger) error {
+func RegisterOpsMetrics(reg prometheus.Registerer, sat *limiter.Saturation, src sources.Source, version string, log *slog.Logger) error {
 	cs := []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "sluice_build_info",
 			Help:        "Always 1; the labels give the version of sluice and of Go it was built with.",
-			ConstLabels: prometheus.Labels{"version": currentVersion(), "goversion": runtime.Version()},
+			ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
 		}, func() float64 { return 1 }),
 	}
 	if sat != nil {
@@ -366,4 +367,12 @@ func (c *sourceStatsCollector) Collect(ch chan<- prometheus.Metric) {
 	case st.Done >= 0:
 		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, 0)
 	}
+}
+
+// OpsHandler is the handler of the runtime endpoints that `sluice run`
+// serves on metrics.listen, without the live page: /metrics from g,
+// /healthz, /readyz from ready (nil: always ready) and, with m.Pprof,
+// /debug/pprof.
+func OpsHandler(m config.Metrics, g prometheus.Gatherer, ready func(context.Context) error, log *slog.Logger) http.Handler {
+	return opsHandler(opsConfig{Metrics: m}, g, ready, log)
 }

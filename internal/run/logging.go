@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"fmt"
@@ -13,12 +13,12 @@ import (
 	"github.com/sluicehq/sluice/internal/config"
 )
 
-// newLogger builds the process logger on w: text when format is "text", or
+// NewLogger builds the process logger on w: text when format is "text", or
 // "auto" and w is a terminal; JSON otherwise. Attribute keys are fixed (job,
 // type, status, units, err, ...); no header value or credential is ever
 // logged. Durations read as Go durations in text ("1.5s") and as seconds in
 // JSON (1.5); floats are rounded to 6 significant digits (see readable).
-func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+func NewLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	lvl, err := config.ParseLogLevel(level)
 	if err != nil {
 		return nil, err

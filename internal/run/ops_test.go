@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -33,11 +33,11 @@ func TestOpsDefaultIsLoopback(t *testing.T) {
 	if err := def.Check(); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseEnv([]byte("target:\n  base_url: http://127.0.0.1:8080/\n"), func(string) (string, bool) { return "", false })
+	cfg, err := config.Parse([]byte("target:\n  base_url: http://127.0.0.1:8080/\n"), config.Options{Lookup: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !loopbackListen(cfg.Metrics.Listen) {
+	if !LoopbackListen(cfg.Metrics.Listen) {
 		t.Errorf("a config without a metrics section listens on %q", cfg.Metrics.Listen)
 	}
 	for addr, want := range map[string]bool{
@@ -53,8 +53,8 @@ func TestOpsDefaultIsLoopback(t *testing.T) {
 		"not an address":   false,
 		"192.168.1.1:9464": false,
 	} {
-		if got := loopbackListen(addr); got != want {
-			t.Errorf("loopbackListen(%q) = %v, want %v", addr, got, want)
+		if got := LoopbackListen(addr); got != want {
+			t.Errorf("LoopbackListen(%q) = %v, want %v", addr, got, want)
 		}
 	}
 }
@@ -161,7 +161,7 @@ func TestRegisterOpsMetrics(t *testing.T) {
 	now := time.Now()
 	sat.SetAt(now.Add(-30*time.Second), true)
 	f := &fakeStats{st: sources.Stats{Pending: 42, DeadLetters: -1}}
-	if err := registerOpsMetrics(reg, sat, statsOnlySource{f}, nil); err != nil {
+	if err := RegisterOpsMetrics(reg, sat, statsOnlySource{f}, "test", nil); err != nil {
 		t.Fatal(err)
 	}
 	mfs, err := reg.Gather()
@@ -191,7 +191,7 @@ func TestRegisterOpsMetrics(t *testing.T) {
 
 	// No saturation and a source without stats: only the always-present ones.
 	reg = prometheus.NewPedanticRegistry()
-	if err := registerOpsMetrics(reg, nil, nil, nil); err != nil {
+	if err := RegisterOpsMetrics(reg, nil, nil, "test", nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := testutil.GatherAndCount(reg, "sluice_budget_saturation", "sluice_source_up", "sluice_build_info"); err != nil || n != 1 {

@@ -1,8 +1,7 @@
-package main
+package queue
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,10 +26,9 @@ func TestEnqueueOversizedLineEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errw bytes.Buffer
-	err := runEnqueue(t.Context(), cfg, file, nil, &out, &errw)
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 1 {
-		t.Fatalf("enqueue: %v, want exit status 1 for the oversized line", err)
+	res, err := EnqueueFile(t.Context(), cfg, file, nil, &out, &errw)
+	if err != nil || res.Bad != 1 {
+		t.Fatalf("enqueue: %v, %+v, want the oversized line counted bad", err, res)
 	}
 	want := fmt.Sprintf("enqueue: 3 jobs published (0 already queued), 1 bad lines, from %s\n", file)
 	if out.String() != want {
@@ -49,11 +47,11 @@ func TestEnqueueOversizedLineMemory(t *testing.T) {
 	}
 	in := `{"id":"a"}` + "\n" + `{"id":"big","body":"` + strings.Repeat("x", 100) + `"}` + "\n" + `{"id":"b"}`
 	var errw bytes.Buffer
-	res, err := enqueue(t.Context(), src, strings.NewReader(in), "jobs.jsonl", nil, &errw)
+	res, err := Enqueue(t.Context(), src, strings.NewReader(in), "jobs.jsonl", nil, &errw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.published != 2 || res.bad != 1 {
+	if res.Published != 2 || res.Bad != 1 {
 		t.Errorf("%+v, want 2 published and 1 bad", res)
 	}
 	if !strings.HasPrefix(errw.String(), "jobs.jsonl:2: memory: publish: sources: message too large: 122 bytes, the limit is 64; line skipped") {

@@ -1,18 +1,18 @@
-package main
+package queue
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/sources/memory"
@@ -36,7 +36,7 @@ func TestCheckEnvelope(t *testing.T) {
 		{line: `{"cost":-1}`, err: `"cost" must be >= 0, got -1`},
 		{line: `{"cost":"3"}`, err: `"cost" must be a number`},
 	} {
-		id, err := checkEnvelope([]byte(c.line))
+		id, err := CheckEnvelope([]byte(c.line))
 		switch {
 		case c.err != "":
 			if err == nil || !strings.Contains(err.Error(), c.err) {
@@ -48,8 +48,8 @@ func TestCheckEnvelope(t *testing.T) {
 			t.Errorf("%s: id %q, want %q", c.line, id, c.id)
 		}
 	}
-	a, _ := checkEnvelope([]byte(`{"path":"/a"}`))
-	b, _ := checkEnvelope([]byte(`{"path":"/b"}`))
+	a, _ := CheckEnvelope([]byte(`{"path":"/a"}`))
+	b, _ := CheckEnvelope([]byte(`{"path":"/b"}`))
 	if a == b {
 		t.Error("different jobs without id got the same id")
 	}
@@ -70,11 +70,11 @@ func TestEnqueueMemory(t *testing.T) {
 	}, "\n")
 	for run := 1; run <= 2; run++ {
 		var errw bytes.Buffer
-		res, err := enqueue(t.Context(), src, strings.NewReader(in), "jobs.jsonl", nil, &errw)
+		res, err := Enqueue(t.Context(), src, strings.NewReader(in), "jobs.jsonl", nil, &errw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.published != 3 || res.bad != 2 {
+		if res.Published != 3 || res.Bad != 2 {
 			t.Errorf("run %d: %+v, want 3 published and 2 bad", run, res)
 		}
 		want := "jobs.jsonl:2: not a JSON object; line skipped\njobs.jsonl:5: \"id\" must be a string, got 3; line skipped\n"
@@ -109,10 +109,9 @@ func TestEnqueueStatusEmbedded(t *testing.T) {
 	}
 	for run, dups := range []int{0, 200} {
 		var out, errw bytes.Buffer
-		err := runEnqueue(t.Context(), cfg, file, nil, &out, &errw)
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != 1 {
-			t.Fatalf("run %d: %v, want exit status 1 for the bad line", run+1, err)
+		res, err := EnqueueFile(t.Context(), cfg, file, nil, &out, &errw)
+		if err != nil || res.Bad != 1 {
+			t.Fatalf("run %d: %v, %+v, want one bad line", run+1, err, res)
 		}
 		want := fmt.Sprintf("enqueue: 200 jobs published (%d already queued), 1 bad lines, from %s\n", dups, file)
 		if out.String() != want {
@@ -123,10 +122,10 @@ func TestEnqueueStatusEmbedded(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if err := runStatus(t.Context(), cfg, true, &out, &out); err != nil {
+	if err := statusOnce(t.Context(), cfg, true, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	var st statusJSON
+	var st StatusReport
 	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
 		t.Fatalf("status --json printed %q: %v", out.String(), err)
 	}
@@ -134,7 +133,7 @@ func TestEnqueueStatusEmbedded(t *testing.T) {
 		t.Errorf("status: %s", out.String())
 	}
 	out.Reset()
-	if err := runStatus(t.Context(), cfg, false, &out, &out); err != nil {
+	if err := statusOnce(t.Context(), cfg, false, &out, &out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "backlog (pending)               200") {
@@ -151,7 +150,7 @@ func TestStatusPortInUse(t *testing.T) {
 	cfg := config.Default().Source
 	cfg.JetStream.Embedded.StoreDir = t.TempDir()
 	cfg.JetStream.Embedded.Port = l.Addr().(*net.TCPAddr).Port
-	err = runStatus(t.Context(), cfg, false, &bytes.Buffer{}, &bytes.Buffer{})
+	err = statusOnce(t.Context(), cfg, false, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil {
 		t.Fatal("status started a server on a port in use")
 	}
@@ -162,39 +161,9 @@ func TestStatusPortInUse(t *testing.T) {
 	}
 }
 
-func TestSourceFlags(t *testing.T) {
-	cmd := &cobra.Command{}
-	var g sourceFlags
-	g.register(cmd)
-	if err := cmd.ParseFlags([]string{"--nats-port", "4300", "--data-dir", "/tmp/x", "--subject", "work.items"}); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default().Source
-	if err := g.apply(cmd, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	js := cfg.JetStream
-	if js.Embedded.Port != 4300 || js.Embedded.StoreDir != "/tmp/x" || js.PublishSubject != "work.items" ||
-		len(js.Subjects) != 1 || js.Subjects[0] != "work.items" || js.URL != "embedded" || js.Stream != "SLUICE" {
-		t.Errorf("after flags: %+v", js)
-	}
-	if err := cfg.Check(); err != nil {
-		t.Errorf("validate: %v", err)
-	}
-
-	// A configured stream must cover the subject.
-	cfg = config.Default().Source
-	cfg.JetStream.Subjects = []string{"jobs.>"}
-	if err := g.apply(cmd, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Check(); err == nil || !strings.Contains(err.Error(), "source.jetstream.publish_subject") {
-		t.Errorf("validate with an uncovered subject: %v", err)
-	}
-
-	cfg = config.Default().Source
-	cfg.Kind = config.SourcePubSub
-	if err := g.apply(cmd, &cfg); err == nil {
-		t.Error("NATS flags applied to a pubsub source")
-	}
+// statusOnce is `sluice status` (--json when asJSON) on the source cfg.
+func statusOnce(ctx context.Context, cfg config.Source, asJSON bool, stdout, stderr io.Writer) error {
+	c := config.Default()
+	c.Source = cfg
+	return Status(ctx, c, StatusOptions{JSON: asJSON, Interval: 2 * time.Second}, stdout, stderr)
 }

@@ -1,0 +1,49 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/limiter"
+)
+
+// Limiter is the worker's own limiter as the cluster drives it:
+// *limiter.Limiter satisfies it. A Membership reports its rate and last
+// wait and, in members mode, sets its instance count (Drive); Leases set
+// its share (WithLimiter); a Fleet runs it at the fleet's rate (Run).
+type Limiter interface {
+	Follower
+	// Rate returns this instance's rate, in units per minute.
+	Rate() float64
+	// SetInstanceCount sets the number of instances sharing the budget.
+	SetInstanceCount(n int) error
+	// SetShare sets this instance's fraction of the budget.
+	SetShare(share float64) error
+}
+
+// Follower is the part of a Limiter that a Fleet drives.
+type Follower interface {
+	// LastWait returns when a request last had to wait.
+	LastWait() time.Time
+	// Follow runs the limiter at the fleet's rate times its share, paused
+	// until pausedUntil if that is later than its own pause.
+	Follow(fleet limiter.Adapt, pausedUntil time.Time)
+	// Lead runs the limiter's own rules again, never above the last fleet
+	// rate times its share.
+	Lead()
+	// Part returns the limiter's part of the budget.
+	Part() limiter.Part
+}
+
+var _ Limiter = (*limiter.Limiter)(nil)
+
+// WithLimiter hands every share that Leases compute to l (see
+// Limiter.SetShare); a share l refuses is logged and skipped.
+func WithLimiter(l Limiter) Option {
+	return func(s *settings) {
+		s.onShare = func(share float64) {
+			if err := l.SetShare(share); err != nil {
+				s.log.Warn("limiter.share: share not applied", "share", share, "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,54 @@
+// Package testutil holds the helpers that tests of several packages share:
+// polling for an event of the real network, an embedded JetStream server,
+// and the in-process command-line runner.
+package testutil
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/sources/natsjs"
+)
+
+// Eventually polls cond every 20 ms for up to a minute and fails the test
+// with what when it never holds. It is for events of real processes and
+// networks; code under a fake clock is tested in testing/synctest instead.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// StartNATS starts an embedded JetStream server on a free port with a
+// temporary store for one test, and returns its client URL.
+func StartNATS(t testing.TB) string {
+	t.Helper()
+	srv, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: t.TempDir(), Port: natsjs.RandomPort}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv.ClientURL()
+}
+
+// RunCLI runs the command tree that root builds with args, in process,
+// under ctx, and returns what it wrote on stdout and stderr together.
+func RunCLI(ctx context.Context, root func() *cobra.Command, args ...string) (string, error) {
+	cmd := root()
+	var out bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetIn(bytes.NewReader(nil))
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), err
+}
