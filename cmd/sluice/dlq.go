@@ -85,10 +85,3 @@ func commandConfig(file string) (config.Config, error) {
 	}
 	return config.Parse(data, config.Options{NoTarget: true})
 }
-
-// loadSourceConfig is the source section of the config file, or the
-// default without one (for enqueue and status).
-func loadSourceConfig(file string) (config.Source, error) {
-	cfg, err := commandConfig(file)
-	return cfg.Source, err
-}
