@@ -248,12 +248,7 @@ func (c Config) Validate() error {
 	if err := c.Headers.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sim: headers: %w", err))
 	}
-	if _, err := ParseAPI(string(c.API)); err != nil && c.API != "" {
-		errs = append(errs, err)
-	}
-	if !(c.BurstUnits >= 0) || !finite(c.BurstUnits) {
-		bad("burst_units", c.BurstUnits, ">= 0")
-	}
+	errs = append(errs, validateAPI(c.API, c.BurstUnits, c.Headers)...)
 	if c.Instances < 1 {
 		bad("instances", c.Instances, ">= 1")
 	}

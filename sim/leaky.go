@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/sluicehq/sluice/call"
 )
 
 // Leaky is the model of a gateway's leaky bucket, as nginx limit_req runs
@@ -83,6 +85,23 @@ const (
 	// ahead of it.
 	APILeaky API = "leaky"
 )
+
+// validateAPI reports what is wrong with a model API's settings: an
+// unknown API, a burst that is not a finite number >= 0, and quota headers
+// with the leaky bucket (its headers are not modelled).
+func validateAPI(api API, burst float64, h call.RateLimitHeaders) []error {
+	var errs []error
+	if _, err := ParseAPI(string(api)); err != nil && api != "" {
+		errs = append(errs, err)
+	}
+	if !(burst >= 0) || math.IsInf(burst, 0) {
+		errs = append(errs, fmt.Errorf("sim: burst_units: must be >= 0, got %v", burst))
+	}
+	if api == APILeaky && h.Format != call.RateLimitNone {
+		errs = append(errs, fmt.Errorf("sim: headers: the leaky api sends no quota headers, got %v", h.Format))
+	}
+	return errs
+}
 
 // ParseAPI returns the API named s.
 func ParseAPI(s string) (API, error) {

@@ -32,6 +32,11 @@ const (
 
 // ServerConfig configures the model API server.
 type ServerConfig struct {
+	// API is the quota's model: APIWindow (the default when empty), a
+	// sliding Window, or APILeaky, a gateway's leaky bucket: Quota units
+	// per Window leak out at a steady rate and BurstUnits may go ahead.
+	API         API
+	BurstUnits  float64            // APILeaky: units a call may go ahead of the steady rate, >= 0; default 5
 	Quota       float64            // units per Window; default 3000
 	Window      time.Duration      // default 60s
 	DefaultCost float64            // units of a call with no cost header and no priced type; default 1
@@ -52,7 +57,7 @@ type ServerConfig struct {
 // DefaultServerConfig returns a quota of 3000 units per 60 s and a cost of 1
 // per call.
 func DefaultServerConfig() ServerConfig {
-	return ServerConfig{Quota: 3000, Window: DefaultWindowSpan, DefaultCost: 1}
+	return ServerConfig{API: APIWindow, BurstUnits: 5, Quota: 3000, Window: DefaultWindowSpan, DefaultCost: 1}
 }
 
 // Validate reports every field that breaks its rule.
@@ -67,6 +72,7 @@ func (c ServerConfig) Validate() error {
 	if err := c.Headers.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sim: headers: %w", err))
 	}
+	errs = append(errs, validateAPI(c.API, c.BurstUnits, c.Headers)...)
 	if !(c.DefaultCost >= 0) || math.IsInf(c.DefaultCost, 0) {
 		errs = append(errs, fmt.Errorf("sim: default_cost: must be >= 0, got %v", c.DefaultCost))
 	}
@@ -86,7 +92,7 @@ type Stats struct {
 	AcceptedUnits    float64  `json:"accepted_units"`
 	AcceptedRequests int64    `json:"accepted_requests"`
 	Throttled        int64    `json:"throttled"`
-	WindowUnits      float64  `json:"window_units"` // units in the sliding window now
+	WindowUnits      float64  `json:"window_units"` // units accepted in the last window (the sliding window's units now)
 	Quota            float64  `json:"quota"`
 	WindowSeconds    float64  `json:"window_s"`
 	TooLarge         int64    `json:"too_large"`    // calls refused with 413: cost above the quota
@@ -102,7 +108,8 @@ type JobStats struct {
 }
 
 // Server is the model API over HTTP: each call costs units from the hidden
-// quota of a sliding Window. A call that fits is answered 200 and its units
+// quota of a sliding Window, or of a leaky bucket (ServerConfig.API). A
+// call that fits is answered 200 and its units
 // enter the window; one that does not gets 429 with a Retry-After in whole
 // seconds (rounded up). With ServerConfig.Headers every answer to a call
 // carries the quota headers of that format. GET /stats returns Stats and GET /jobs the number
@@ -115,7 +122,8 @@ type Server struct {
 	log *slog.Logger
 
 	mu    sync.Mutex
-	win   Window
+	win   Window // the quota of APIWindow; every accepted call with APILeaky
+	leaky *Leaky // the quota of APILeaky; nil with APIWindow
 	stats Stats
 	jobs  map[string]int64
 }
@@ -135,6 +143,10 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.win = Window{Span: cfg.Window, Quota: cfg.Quota}
+	if cfg.API == APILeaky {
+		s.leaky = &Leaky{Span: cfg.Window, Quota: cfg.Quota, Burst: cfg.BurstUnits}
+		s.win.Quota = math.Inf(1)
+	}
 	s.stats.Quota = cfg.Quota
 	s.stats.WindowSeconds = cfg.Window.Seconds()
 	return s, nil
@@ -174,7 +186,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	now := s.now()
-	ok, wait := s.win.Take(now, cost)
+	ok, wait := s.take(now, cost)
 	SetQuotaHeaders(w.Header(), s.cfg.Headers, s.win.State(now), now)
 	switch {
 	case ok:
@@ -211,6 +223,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", strconv.Itoa(ra))
 		writeJSON(w, http.StatusTooManyRequests, callReply{Units: cost, RetryAfter: ra, Error: "quota exceeded"})
 	}
+}
+
+// take decides a call of cost units at now: the window's rule, or the
+// leaky bucket's (a cost above the quota never fits either: 413).
+func (s *Server) take(now time.Time, cost float64) (bool, time.Duration) {
+	if s.leaky == nil {
+		return s.win.Take(now, cost)
+	}
+	if cost > s.cfg.Quota {
+		return false, -1
+	}
+	ok, wait := s.leaky.Take(now, cost)
+	if ok {
+		s.win.Take(now, cost)
+	}
+	return ok, wait
 }
 
 // cost returns the units of a call: the cost header, else the price of its

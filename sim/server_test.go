@@ -107,6 +107,45 @@ func TestServerRetryAfterAndCosts(t *testing.T) {
 	}
 }
 
+// The leaky bucket over HTTP: quota/window leaks out at a steady rate, a
+// call may go ahead of it by the burst, and a refused call's Retry-After is
+// the exact wait rounded up to whole seconds, at least 1.
+func TestServerLeaky(t *testing.T) {
+	s, clk := newTestServer(t, func(c *ServerConfig) {
+		c.API, c.Quota, c.BurstUnits = APILeaky, 60, 2 // 1 unit/s
+	})
+	steps := []struct {
+		at   time.Duration
+		cost string
+		code int
+		ra   string
+	}{
+		{0, "1", 200, ""},
+		{0, "1", 200, ""},
+		{0, "1", 429, "1"},                      // exactly 1 s early
+		{500 * time.Millisecond, "1", 429, "1"}, // 0.5 s early: rounded up
+		{time.Second, "1", 200, ""},
+		{time.Second, "3", 429, "3"},     // 3 units ahead of the burst: 3 s
+		{10 * time.Second, "3", 200, ""}, // 9 s idle leaked it all
+		{10 * time.Second, "2", 200, ""},
+		{10 * time.Second, "1", 429, "1"},
+		{10 * time.Second, "61", 413, ""}, // above the quota: never fits
+	}
+	for i, st := range steps {
+		clk.Set(st.at)
+		rec := serve(t, s, map[string]string{"X-Cost": st.cost})
+		if rec.Code != st.code || rec.Header().Get("Retry-After") != st.ra {
+			t.Fatalf("step %d (cost %s at %v): %d Retry-After %q, want %d %q", i, st.cost, st.at, rec.Code, rec.Header().Get("Retry-After"), st.code, st.ra)
+		}
+	}
+	if st := s.Stats(); st.AcceptedUnits != 8 || st.Throttled != 4 || st.TooLarge != 1 || st.WindowUnits != 8 {
+		t.Fatalf("stats %+v", st)
+	}
+	if _, err := NewServer(ServerConfig{API: APILeaky, Quota: 1, Window: time.Minute, BurstUnits: -1}); err == nil || !strings.Contains(err.Error(), "burst_units") {
+		t.Fatalf("negative burst: %v", err)
+	}
+}
+
 // TestServerConcurrent sends calls from many goroutines over a real
 // loopback connection and checks that the server's accounting matches the
 // clients' tally exactly and never passes the quota.

@@ -19,11 +19,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/sim"
 )
 
 type testserverFlags struct {
+	api         string
+	burst       float64
 	quota       float64
 	window      time.Duration
 	listen      string
@@ -41,6 +44,10 @@ func newTestserverCmd() *cobra.Command {
 		Long: `testserver is the simulator's model API as a real HTTP server: it accepts at
 most --quota units in any sliding --window, and answers a call that does not
 fit with 429 and a Retry-After of the seconds until it would (rounded up).
+--api leaky models a gateway's leaky bucket instead (as nginx limit_req):
+--quota units per --window leak out at a steady rate, a call may go ahead of
+it by at most --burst-units, and one that does not fit gets 429 with a
+Retry-After of the whole seconds until it would (rounded up, at least 1).
 
 Every request is a call, whatever its method and path, except GET /stats and
 GET /jobs. A call costs the X-Cost header's units, or its job type's price
@@ -86,6 +93,8 @@ stats as JSON. See docs/simulator.md.`,
 		},
 	}
 	fl := cmd.Flags()
+	fl.StringVar(&f.api, "api", string(sim.APIWindow), "model API: window (a sliding window) or leaky (a gateway's leaky bucket)")
+	fl.Float64Var(&f.burst, "burst-units", 5, "with --api leaky: units a call may go ahead of the steady rate")
 	fl.Float64Var(&f.quota, "quota", 3000, "hidden quota, units per window")
 	fl.DurationVar(&f.window, "window", sim.DefaultWindowSpan, "length of the sliding window")
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on")
@@ -107,10 +116,24 @@ func (f testserverFlags) config() (sim.ServerConfig, error) {
 	if !(f.defaultCost >= 0) || math.IsInf(f.defaultCost, 0) {
 		return cfg, fmt.Errorf("--default-cost: must be >= 0, got %v", f.defaultCost)
 	}
+	api := sim.APIWindow
+	if f.api != "" {
+		var err error
+		if api, err = sim.ParseAPI(f.api); err != nil {
+			return cfg, fmt.Errorf("--api: %w", err)
+		}
+	}
+	if !(f.burst >= 0) || math.IsInf(f.burst, 0) {
+		return cfg, fmt.Errorf("--burst-units: must be >= 0, got %v", f.burst)
+	}
+	cfg.API, cfg.BurstUnits = api, f.burst
 	cfg.Quota, cfg.Window, cfg.DefaultCost = f.quota, f.window, f.defaultCost
 	headers, err := f.headers.parse()
 	if err != nil {
 		return cfg, err
+	}
+	if api == sim.APILeaky && headers.Format != call.RateLimitNone {
+		return cfg, fmt.Errorf("--headers: --api leaky sends no quota headers, got %v", headers.Format)
 	}
 	cfg.Headers = headers
 	for _, tc := range f.typeCosts {

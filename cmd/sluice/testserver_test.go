@@ -30,10 +30,17 @@ func TestTestserverFlags(t *testing.T) {
 	if cfg, err = f.config(); err != nil || cfg.Headers != (call.RateLimitHeaders{Format: call.RateLimitX, Reset: call.UnitUnixTime}) {
 		t.Fatalf("--headers x-ratelimit --headers-reset unix: %+v, %v", cfg.Headers, err)
 	}
+	f = testserverFlags{api: "leaky", burst: 3, quota: 1200, window: 60e9}
+	if cfg, err = f.config(); err != nil || cfg.API != sim.APILeaky || cfg.BurstUnits != 3 {
+		t.Fatalf("--api leaky --burst-units 3: %+v, %v", cfg, err)
+	}
 	for _, c := range []struct {
 		f    testserverFlags
 		want string
 	}{
+		{testserverFlags{api: "bucket", quota: 1, window: 1}, "--api"},
+		{testserverFlags{api: "leaky", burst: -1, quota: 1, window: 1}, "--burst-units"},
+		{testserverFlags{api: "leaky", quota: 1, window: 1, headers: headersFlags{format: "ietf"}}, "--headers"},
 		{testserverFlags{quota: 0, window: 1}, "--quota"},
 		{testserverFlags{quota: 1, window: 0}, "--window"},
 		{testserverFlags{quota: 1, window: 1, defaultCost: -1}, "--default-cost"},
