@@ -1,6 +1,9 @@
 package natsjs
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestTermReasonSupported(t *testing.T) {
 	for v, want := range map[string]bool{
@@ -23,5 +26,22 @@ func TestRedact(t *testing.T) {
 		if got := redact(in); got != want {
 			t.Errorf("redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The embedded server's store write failure is kept for StoreFault; other
+// error lines are not (#15).
+func TestServerStoreFault(t *testing.T) {
+	sl := &serverLog{log: discard}
+	s := &Server{slog: sl}
+	sl.Errorf("JetStream cluster %s", "not ready")
+	if err := s.StoreFault(); err != nil {
+		t.Fatalf("StoreFault after an unrelated error = %v", err)
+	}
+	sl.Errorf("Filestore [%s] Critical write error: %v", "JOBS", "open /data/jetstream/msgs/1.blk: no such file or directory")
+	sl.Errorf("Filestore [%s] Critical write error: %v", "DLQ", "later")
+	err := s.StoreFault()
+	if err == nil || !strings.Contains(err.Error(), "JOBS") {
+		t.Fatalf("StoreFault = %v, want the first write failure", err)
 	}
 }

@@ -30,6 +30,7 @@ type Server struct {
 	lock *os.File
 	url  string
 	once sync.Once
+	slog *serverLog
 }
 
 // ErrStoreLocked is returned by StartServer when another process runs an
@@ -107,7 +108,7 @@ func startLocked(c EmbeddedConfig, lock *os.File, log *slog.Logger) (*Server, er
 		}
 		return nil, errors.New("jetstream: embedded server not ready after 30s")
 	}
-	s := &Server{ns: ns, lock: lock, url: ns.ClientURL()}
+	s := &Server{ns: ns, lock: lock, url: ns.ClientURL(), slog: sl}
 	if err := writeLockURL(lock, s.url); err != nil {
 		s.Shutdown()
 		return nil, err
@@ -154,12 +155,18 @@ func writeLockURL(f *os.File, url string) error {
 }
 
 // serverLog adapts nats-server's logger to slog; notices are debug-level,
-// and the first fatal message is kept to explain a failed start.
+// the first fatal message is kept to explain a failed start, and the first
+// store write failure is kept for StoreFault.
 type serverLog struct {
-	log *slog.Logger
-	mu  sync.Mutex
-	msg string
+	log   *slog.Logger
+	mu    sync.Mutex
+	msg   string
+	fault string
 }
+
+// storeFaultText marks the error line of a store write failure: the file
+// store then refuses every later write of that stream.
+const storeFaultText = "Critical write error"
 
 func (l *serverLog) fatal() string {
 	l.mu.Lock()
@@ -169,9 +176,31 @@ func (l *serverLog) fatal() string {
 
 func (l *serverLog) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
 func (l *serverLog) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
-func (l *serverLog) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l *serverLog) Debugf(format string, v ...any)  {}
-func (l *serverLog) Tracef(format string, v ...any)  {}
+func (l *serverLog) Errorf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	if strings.Contains(msg, storeFaultText) {
+		l.mu.Lock()
+		if l.fault == "" {
+			l.fault = msg
+		}
+		l.mu.Unlock()
+	}
+	l.log.Error(msg)
+}
+
+// StoreFault returns an error describing the first store write failure the
+// server reported, or nil if there was none. A stream that failed to write
+// stores nothing more until the server restarts.
+func (s *Server) StoreFault() error {
+	s.slog.mu.Lock()
+	defer s.slog.mu.Unlock()
+	if s.slog.fault == "" {
+		return nil
+	}
+	return fmt.Errorf("jetstream: the embedded server's store failed: %s", s.slog.fault)
+}
+func (l *serverLog) Debugf(format string, v ...any) {}
+func (l *serverLog) Tracef(format string, v ...any) {}
 func (l *serverLog) Fatalf(format string, v ...any) {
 	msg := fmt.Sprintf(format, v...)
 	l.mu.Lock()

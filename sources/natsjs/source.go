@@ -35,6 +35,8 @@ type Source struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+
+	store storeHealth
 }
 
 var (
@@ -264,15 +266,21 @@ func (s *Source) PublishAck(ctx context.Context, m sources.Outgoing) (*jetstream
 			s.cfg.PublishSubject, sources.ErrTooLarge, len(m.Data), s.nc.MaxPayload())
 	}
 	if err != nil {
+		s.publishFailed(ctx, err)
 		return nil, fmt.Errorf("jetstream: publish to %s: %w", s.cfg.PublishSubject, err)
 	}
+	s.store.set(nil)
 	return ack, nil
 }
 
 // Stats reports the consumer's pending, ack-pending and redelivered counts
 // and the number of records in the dead-letter stream (-1 when that
-// stream does not exist).
+// stream does not exist). It fails while the embedded store is failing
+// (see Healthy), since the counts the server gives then are not stored.
 func (s *Source) Stats(ctx context.Context) (sources.Stats, error) {
+	if err := s.storeFault(); err != nil {
+		return sources.Stats{}, err
+	}
 	info, err := s.cons.Info(ctx)
 	if err != nil {
 		return sources.Stats{}, fmt.Errorf("jetstream: consumer info %s/%s: %w", s.cfg.Stream, s.cfg.Consumer, err)
