@@ -116,6 +116,13 @@ type Connector interface {
 	Connected() bool
 }
 
+// Healther is a source that can tell whether it can store and hand out
+// jobs: Healthy returns nil when it can, else why not (the connection is
+// down, the stream is gone, the store fails). Readiness asks it first.
+type Healther interface {
+	Healthy(ctx context.Context) error
+}
+
 // Deduplicator is a source that can tell, as it publishes, whether the
 // queue already held a message with the same ID within its duplicate
 // window (then it is not enqueued again).

@@ -51,6 +51,7 @@ func (c *Config) Check(needTarget bool) error {
 	}
 
 	errs = append(errs, field.Under("metrics", c.Metrics.Check()))
+	errs = append(errs, field.Under("ops", c.Ops.Check()))
 	switch c.Log.Format {
 	case LogFormatAuto, LogFormatText, LogFormatJSON:
 	default:

@@ -33,6 +33,7 @@ type Config struct {
 	Results     Results `yaml:"results"`
 	DeadLetters Output  `yaml:"dead_letters"`
 	Metrics     Metrics `yaml:"metrics"`
+	Ops         Ops     `yaml:"ops"`
 	Log         Log     `yaml:"log"`
 	// Observability is where spans are exported (OTLP/HTTP).
 	Observability tracing.Config `yaml:"observability"`
@@ -201,6 +202,7 @@ func Default() Config {
 		Results:     Results{Kind: OutputNone, Headers: []string{"Content-Type"}},
 		DeadLetters: Output{Kind: OutputNATS},
 		Metrics:     Metrics{Listen: DefaultOpsListen},
+		Ops:         Ops{TargetUnreadyAfter: DefaultTargetUnreadyAfter},
 		Log:         Log{Format: LogFormatAuto, Level: "info"},
 		Lines:       map[string]int{},
 	}

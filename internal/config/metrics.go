@@ -3,6 +3,7 @@ package config
 import (
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/sluicehq/sluice/field"
 )
@@ -22,6 +23,25 @@ type Metrics struct {
 	Listen string `yaml:"listen"`
 	// Pprof serves /debug/pprof on the same address. Default false.
 	Pprof bool `yaml:"pprof"`
+}
+
+// DefaultTargetUnreadyAfter is ops.target_unready_after's default.
+const DefaultTargetUnreadyAfter = time.Minute
+
+// Ops is the `ops:` section: how the runtime endpoints judge the worker.
+type Ops struct {
+	// TargetUnreadyAfter: /readyz reports not ready once every call to
+	// the target has failed (no answer, or a 5xx) for this long; 0 turns
+	// the check off. Default 60s.
+	TargetUnreadyAfter time.Duration `yaml:"target_unready_after"`
+}
+
+// Check checks the section; paths are relative to it.
+func (c Ops) Check() error {
+	if c.TargetUnreadyAfter < 0 {
+		return field.Invalid("target_unready_after", "must be >= 0 (0 turns the check off), got %s", c.TargetUnreadyAfter)
+	}
+	return nil
 }
 
 // Check checks the section; paths are relative to it.

@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
+	"github.com/sluicehq/sluice/worker"
 )
 
 // The runtime endpoints ("ops"): /metrics, /healthz, /readyz and, when
@@ -241,11 +242,18 @@ func targetResolves(target string, lookup func(ctx context.Context, host string)
 }
 
 // sourceReady is a readiness check for the source. A source that can tell
-// whether it is connected (sources.Connector) is asked; one that
+// whether it can store and hand out jobs (sources.Healther) is asked; else
+// one that can tell whether it is connected (sources.Connector); one that
 // reports stats is ready while it can read them (which needs the
 // connection and the consumer); any other source is ready once opened.
 func sourceReady(src sources.Source) func(context.Context) error {
 	return func(ctx context.Context) error {
+		if h, ok := src.(sources.Healther); ok {
+			if err := h.Healthy(ctx); err != nil {
+				return fmt.Errorf("source not ready: %w", err)
+			}
+			return nil
+		}
 		if c, ok := src.(sources.Connector); ok {
 			if !c.Connected() {
 				return errors.New("source not connected")
@@ -256,6 +264,20 @@ func sourceReady(src sources.Source) func(context.Context) error {
 			if _, err := ss.Stats(ctx); err != nil {
 				return fmt.Errorf("source not ready: %w", err)
 			}
+		}
+		return nil
+	}
+}
+
+// targetAnswers is a readiness check: not ready once every call to the
+// target has failed for after (ops.target_unready_after; 0: always ready),
+// as health, the worker's, says at now().
+func targetAnswers(health func() worker.TargetHealth, after time.Duration, now func() time.Time) func(context.Context) error {
+	return func(context.Context) error {
+		h := health()
+		if t := now(); h.Down(t, after) {
+			return fmt.Errorf("target failing: every call for %s (%d calls: no answer or a 5xx)",
+				t.Sub(h.FailingSince).Round(time.Second), h.Failures)
 		}
 		return nil
 	}

@@ -152,7 +152,9 @@ func serve(ctx context.Context, cfg config.Config, o Options, r running) error {
 	})
 	g.Go(func() error { return serveUI(gctx, ops, log) })
 	g.Go(func() error {
-		return serveOps(gctx, ops, o.Registry, allReady(sourceReady(r.src), targetResolves(cfg.Target.BaseURL, nil)), log)
+		ready := allReady(sourceReady(r.src), targetResolves(cfg.Target.BaseURL, nil),
+			targetAnswers(func() worker.TargetHealth { return r.w.Stats().Target }, cfg.Ops.TargetUnreadyAfter, time.Now))
+		return serveOps(gctx, ops, o.Registry, ready, log)
 	})
 	g.Go(func() error {
 		err := r.w.Run(gctx)

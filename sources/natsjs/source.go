@@ -44,6 +44,7 @@ var (
 	_ sources.StatsSource  = (*Source)(nil)
 	_ sources.AckWaiter    = (*Source)(nil)
 	_ sources.Connector    = (*Source)(nil)
+	_ sources.Healther     = (*Source)(nil)
 	_ sources.Deduplicator = (*Source)(nil)
 	_ sources.Message      = (*message)(nil)
 )
