@@ -118,6 +118,8 @@ type Core struct {
 	acc   acceptLog  // accepted units during slow start (slowstart.go)
 	ended slowEnd    // the throttle that ended slow start (slowstart.go)
 	up    raiseLog   // the last raise of slow start (slowstart.go)
+
+	restart restartState // the restart after a pause (restart.go)
 }
 
 type waiter struct {
@@ -183,7 +185,7 @@ func (c *Core) Acquire(now time.Time, units float64) Decision {
 	if !(units > 0) || c.cfg.Disabled {
 		return d
 	}
-	if c.qh == len(c.q) && !c.paused && !c.budgetShort(units) &&
+	if c.qh == len(c.q) && !c.paused && !c.budgetShort(units) && !c.restartHolds(t, units) &&
 		(c.tokens >= units-unitEps || (units > c.cap && c.tokens >= c.cap-unitEps)) {
 		c.take(t, units)
 		return d
@@ -205,6 +207,7 @@ func (c *Core) Acquire(now time.Time, units float64) Decision {
 // so that the level stays exact for the continuous model at every later
 // instant.
 func (c *Core) take(t time.Duration, u float64) {
+	c.restartGrant(t, u)
 	u = math.Min(u, c.CostBound())
 	c.tokens -= u
 	if c.measure {
@@ -261,13 +264,16 @@ func (c *Core) find(id uint64) int {
 // pause lets the controller raise the rate. Server and network errors and
 // the outcomes of zero-unit requests change nothing of that. Then the
 // outcome's quota hint, if any, sets the budget and the rate ceiling
-// (docs/limiter.md, "Quota hint"). In disabled mode nothing changes.
+// (docs/limiter.md, "Quota hint"). With slow_start, an outcome of a
+// request granted after a pause also moves the restart after it
+// (restart.go). In disabled mode nothing changes.
 func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
 	t := c.offset(now)
 	c.advance(t)
 	if c.cfg.Disabled {
 		return
 	}
+	c.restartAnswer(t, sentAt.Sub(c.start), units, o.Kind == call.Success || o.Kind == call.ClientError)
 	if units > 0 {
 		switch o.Kind {
 		case call.Throttle:
@@ -424,6 +430,9 @@ func (c *Core) grantDue(u float64) time.Duration {
 	if c.budgetShort(u) {
 		d = max(d, c.quota.until)
 	}
+	if c.restartHolds(c.last, u) {
+		d = max(d, c.restart.until)
+	}
 	return d
 }
 
@@ -463,6 +472,7 @@ func (c *Core) advance(t time.Duration) {
 			c.paused = false
 			if !c.fleetPause {
 				c.tokens = math.Min(c.tokens, 0)
+				c.startRestart(due)
 			}
 			c.fleetPause = false
 		}
@@ -470,9 +480,13 @@ func (c *Core) advance(t time.Duration) {
 	c.accrue(t)
 }
 
-// accrue fills the bucket up to t; nothing accrues during a pause, and
+// accrue fills the bucket up to t; nothing accrues during a pause or
+// while the restart after one holds the head, and
 // while a quota budget runs the bucket fills only up to budgetCap.
 func (c *Core) accrue(t time.Duration) {
+	if c.headHeld(c.last) {
+		c.last = max(c.last, min(t, c.restart.until)) // nothing accrues while the restart holds the head
+	}
 	if t <= c.last {
 		return
 	}

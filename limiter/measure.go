@@ -18,9 +18,11 @@ func (c *Core) pruneGrants(t time.Duration) {
 }
 
 // measured returns the units granted in (t−10s, t] times 6, or −1 before
-// 10 s from the start or when the controller does not use it.
+// 10 s from the start or when the controller does not use it; with
+// slow_start, also −1 within 10 s of the end of the limiter's own pause,
+// when the restart (restart.go) holds the sending back.
 func (c *Core) measured(t time.Duration) float64 {
-	if !c.measure || t < measureWindow {
+	if !c.measure || t < measureWindow || (c.restart.from > 0 && t-c.restart.from < measureWindow) {
 		return -1
 	}
 	c.pruneGrants(t)

@@ -71,3 +71,43 @@ func TestCoreFollowAcceptedAfterRaise(t *testing.T) {
 		t.Fatalf("accepted one interval after the raise = %v, want the minute's (nothing accepted: 0)", r.Accepted)
 	}
 }
+
+// The restart after a pause ends by itself max_pause after the pause's
+// end when the answer of the request in flight never comes, and there is
+// none without slow start.
+func TestCoreRestartEndsWithoutAnswer(t *testing.T) {
+	for _, slow := range []bool{true, false} {
+		cfg := DefaultConfig()
+		cfg.Burst, cfg.MaxPause, cfg.SlowStart = time.Second, 5*time.Second, slow
+		c, err := NewCore(cfg, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := c.Acquire(at(0), 1)
+		c.Advance(at(0.1))
+		c.Observe(at(0.5), at(0.1), a.Units, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Second})
+		c.Acquire(at(1), 1) // the first after the pause: granted at 1.5 + 1/7 s
+		second := c.Acquire(at(1), 1)
+		c.Advance(at(1.5)) // the pause ends
+		due, ok := c.NextDue()
+		want := at(1.5 + 1.0/7)
+		if !ok || due.Sub(want).Abs() > time.Microsecond {
+			t.Fatalf("slow_start %v: next due %v, want the first request's grant at %v", slow, secs(due), secs(want))
+		}
+		c.Advance(due)
+		due, _ = c.NextDue()
+		if slow {
+			want = at(6.5) // held until the pause's end + max_pause
+		} else {
+			want = at(1.5 + 2.0/7)
+		}
+		if due.Sub(want).Abs() > time.Microsecond {
+			t.Fatalf("slow_start %v: second request due at %v, want %v", slow, secs(due), secs(want))
+		}
+		c.Advance(due)
+		var got []Decision
+		if got = c.Drain(got); len(got) != 3 || got[2].ID != second.ID || got[2].Status != Granted || !got[2].At.Equal(want) {
+			t.Fatalf("slow_start %v: decisions %+v, want the last granted at %v", slow, got, secs(want))
+		}
+	}
+}

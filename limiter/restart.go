@@ -1,0 +1,69 @@
+package limiter
+
+import "time"
+
+// The restart after a pause (docs/limiter.md, "Slow start", rule 5): with
+// slow_start, when a pause that the limiter's own throttle ordered ends,
+// the units in flight grow from one request and double with every round
+// trip (each answered success adds its units), as TCP restarts after a
+// timeout. An API that still refuses then costs a few 429s per pause, not
+// everything the full rate sends in one round trip.
+type restartState struct {
+	on       bool
+	from     time.Duration // the end of the pause: requests sent from then on count
+	until    time.Duration // it ends by itself then (the end of the pause + max_pause)
+	window   float64       // units that may be in flight; 0 before the first grant
+	inflight float64       // units granted since from and not answered yet
+}
+
+// startRestart starts a restart at the end of a pause.
+func (c *Core) startRestart(end time.Duration) {
+	if c.cfg.SlowStart {
+		c.restart = restartState{on: true, from: end, until: end + c.cfg.MaxPause}
+	}
+}
+
+// restartHolds reports whether the restart holds back a request of u
+// units at t: other units are in flight and u would pass the window.
+func (c *Core) restartHolds(t time.Duration, u float64) bool {
+	rs := &c.restart
+	return rs.on && t < rs.until && rs.inflight > 0 && rs.inflight+u > rs.window+unitEps
+}
+
+// headHeld reports whether the restart holds the head of the queue at t.
+func (c *Core) headHeld(t time.Duration) bool {
+	return c.qh < len(c.q) && c.restartHolds(t, c.q[c.qh].units)
+}
+
+// restartGrant counts a grant of u units at t in flight.
+func (c *Core) restartGrant(t time.Duration, u float64) {
+	rs := &c.restart
+	if !rs.on {
+		return
+	}
+	if t >= rs.until {
+		rs.on = false
+		return
+	}
+	rs.inflight += u
+	rs.window = max(rs.window, u)
+}
+
+// restartAnswer applies the outcome at t of a request of u units sent at
+// sent: a request sent during the restart leaves the flight, and a
+// success widens the window by its units. The restart ends once the window
+// holds what the rate grants in that request's round trip.
+func (c *Core) restartAnswer(t, sent time.Duration, u float64, ok bool) {
+	rs := &c.restart
+	if !rs.on || sent < rs.from || !(u > 0) {
+		return
+	}
+	rs.inflight = max(0, rs.inflight-u)
+	if !ok {
+		return
+	}
+	rs.window += u
+	if rs.window >= c.adapt.Rate/60*(t-sent).Seconds() || t >= rs.until {
+		rs.on = false
+	}
+}
