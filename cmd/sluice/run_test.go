@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/dlq"
@@ -496,116 +495,6 @@ func jobOutcomes(t *testing.T, reg *prometheus.Registry) map[string]int {
 		}
 	}
 	return out
-}
-
-// No secret (the API token from the environment) appears in the logs at
-// debug level, in dead-letter records, in the metrics, or in the output of
-// `sluice config validate`.
-func TestRunNoSecretsInOutput(t *testing.T) {
-	const token = "sk-live-7c1f4e2a9b3d8e6f"
-	t.Setenv("SLUICE_TEST_API_TOKEN", token)
-	natsURL := testutil.StartNATS(t)
-	api := newAPILog()
-	echo := func(_ int, w http.ResponseWriter, r *http.Request) {
-		// A careless API that echoes the credentials in its error.
-		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprintf(w, "bad credentials: %s", r.Header.Get("Authorization"))
-	}
-	api.answers["echo"] = echo
-	api.answers["dup"] = func(_ int, w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "busy, token %s", r.Header.Get("Authorization"))
-	}
-	target := httptest.NewServer(api)
-	defer target.Close()
-
-	dir := t.TempDir()
-	file := filepath.Join(dir, "sluice.yaml")
-	dlPath := filepath.Join(dir, "dead.jsonl")
-	src := fmt.Sprintf(`
-source:
-  jetstream:
-    url: %s
-    fetch_wait: 200ms
-target:
-  base_url: %s
-  headers:
-    Authorization: Bearer ${SLUICE_TEST_API_TOKEN}
-jobs:
-  types:
-    secret: {path: "/x"}
-worker:
-  max_attempts: 2
-  max_deliveries: 1
-  backoff: {base: 10ms, cap: 20ms}
-dead_letters: {kind: jsonl, path: %s}
-metrics: {listen: "off"}
-log: {level: debug, format: json}
-`, natsURL, target.URL, dlPath)
-	cfg, log, logs := loadWithLogs(t, file, src)
-	q := client(t, cfg)
-	enqueueJob(t, q, "echo", map[string]any{"headers": map[string]string{"X-Job": "echo"}})
-	enqueueJob(t, q, "dup", map[string]any{"headers": map[string]string{"X-Job": "dup"}})
-	enqueueJob(t, q, "ok", map[string]any{"type": "secret", "headers": map[string]string{"X-Job": "ok"}})
-	reg := prometheus.NewRegistry()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run.Worker(ctx, cfg, run.Options{Registry: reg, Log: log}) }()
-	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if api.count("echo") != 1 || api.count("dup") != 2 || api.count("ok") != 1 {
-		t.Fatalf("target traffic: %v", api.hits)
-	}
-
-	var metrics bytes.Buffer
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		expfmt.MetricFamilyToText(&metrics, mf)
-	}
-	dead, err := os.ReadFile(dlPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(dead, []byte(`"reason":"client_error"`)) || !bytes.Contains(dead, []byte(`"reason":"max_deliveries"`)) {
-		t.Fatalf("dead letters: %s", dead)
-	}
-
-	// `sluice config validate` on a file that is wrong in the places the
-	// secret goes.
-	bad := strings.Replace(src, "base_url: "+target.URL, "base_url: "+target.URL+"/?t=${SLUICE_TEST_API_TOKEN}", 1)
-	bad = strings.Replace(bad, "worker:\n", "worker:\n  id: \"${SLUICE_TEST_API_TOKEN}\"\n  max_in_flight: ${SLUICE_TEST_API_TOKEN}\n", 1)
-	badFile := filepath.Join(dir, "bad.yaml")
-	if err := os.WriteFile(badFile, []byte(bad), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var validateOut bytes.Buffer
-	root := newRootCmd()
-	root.SetArgs([]string{"config", "validate", "-c", badFile})
-	root.SetOut(&validateOut)
-	root.SetErr(&validateOut)
-	if err := root.Execute(); err == nil {
-		t.Fatalf("config validate passed a bad file: %s", validateOut.String())
-	}
-	if !strings.Contains(validateOut.String(), "worker.max_in_flight") {
-		t.Errorf("validate output: %s", validateOut.String())
-	}
-
-	for name, out := range map[string]string{
-		"logs": logs.String(), "metrics": metrics.String(), "dead letters": string(dead), "config validate": validateOut.String(),
-	} {
-		if strings.Contains(out, token) || strings.Contains(out, token[8:]) {
-			t.Errorf("%s contain the API token:\n%s", name, out)
-		}
-	}
-	if !strings.Contains(logs.String(), `"level":"DEBUG"`) {
-		t.Errorf("no debug logs captured")
-	}
 }
 
 // syncWriter serializes writes from concurrent loggers.

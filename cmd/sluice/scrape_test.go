@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,31 +38,7 @@ import (
 func TestScrapeRunningSluice(t *testing.T) {
 	const token = "scrape-test-secret-7f3a"
 	t.Setenv("SCRAPE_TEST_TOKEN", token)
-
-	// The target: /ok answers 200, /flaky 429 once then 200, /bad 400,
-	// /boom 503 (no Retry-After: a server error, not a throttle).
-	var mu sync.Mutex
-	calls := map[string]int{}
-	badAuth := 0
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		calls[r.URL.Path]++
-		n := calls[r.URL.Path]
-		if r.Header.Get("Authorization") != "Bearer "+token {
-			badAuth++
-		}
-		mu.Unlock()
-		switch {
-		case r.URL.Path == "/ok", r.URL.Path == "/flaky" && n > 1:
-			io.WriteString(w, `{"ok":true}`)
-		case r.URL.Path == "/flaky":
-			w.WriteHeader(http.StatusTooManyRequests)
-		case r.URL.Path == "/bad":
-			http.Error(w, "no such record", http.StatusBadRequest)
-		default:
-			http.Error(w, "down", http.StatusServiceUnavailable)
-		}
-	}))
+	target := newScrapeTarget(token)
 	defer target.Close()
 
 	dir := t.TempDir()
@@ -91,66 +68,9 @@ log:
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-
-	// Run the command as main does, reading its JSON log for the addresses.
-	pr, pw := io.Pipe()
-	natsURL, opsAddr := make(chan string, 1), make(chan string, 1)
-	var logMu sync.Mutex
-	var logText strings.Builder
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			logMu.Lock()
-			logText.WriteString(line + "\n")
-			logMu.Unlock()
-			var rec map[string]any
-			if json.Unmarshal([]byte(line), &rec) != nil {
-				continue
-			}
-			// Never block: the log must keep flowing whatever it says.
-			offer := func(ch chan string, v string) {
-				select {
-				case ch <- v:
-				default:
-				}
-			}
-			switch rec["msg"] {
-			case "embedded nats server started":
-				offer(natsURL, fmt.Sprint(rec["url"]))
-			case "ops endpoints listening":
-				offer(opsAddr, fmt.Sprint(rec["addr"]))
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	root := newRootCmd()
-	root.SetArgs([]string{"run", "-c", cfgPath})
-	root.SetErr(pw)
-	root.SetOut(io.Discard)
-	runDone := make(chan error, 1)
-	go func() { runDone <- root.ExecuteContext(ctx); pw.Close() }()
-	logs := func() string { logMu.Lock(); defer logMu.Unlock(); return logText.String() }
-
-	await := func(what string, ch chan string) string {
-		t.Helper()
-		select {
-		case v := <-ch:
-			return v
-		case err := <-runDone:
-			t.Fatalf("sluice run exited before %s: %v\n%s", what, err, logs())
-		case <-time.After(time.Minute):
-			t.Fatalf("no %s within a minute\n%s", what, logs())
-		}
-		return ""
-	}
-	nurl := await("embedded server", natsURL)
-	addr := await("ops endpoints", opsAddr)
+	r := startLoggedRun(t, "run", "-c", cfgPath)
+	nurl := r.await("embedded nats server started", "url")
+	addr := r.await("ops endpoints listening", "addr")
 	if host, _, _ := net.SplitHostPort(addr); host != "127.0.0.1" {
 		t.Errorf("ops endpoints on %s, want loopback", addr)
 	}
@@ -165,20 +85,7 @@ log:
 		code, body := get(t, base+"/readyz")
 		return code == 200, fmt.Sprintf("%d %s", code, body)
 	})
-
-	// Feed jobs through a second connection, as `sluice enqueue` would.
-	client, err := natsjs.Open(ctx, natsjs.Config{URL: nurl}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	jobs := map[string]string{"ok-1": "/ok", "ok-2": "/ok", "ok-3": "/ok", "flaky-1": "/flaky", "bad-1": "/bad", "boom-1": "/boom"}
-	for id, path := range jobs {
-		data, _ := json.Marshal(map[string]any{"id": id, "type": "default", "path": path})
-		if err := client.Publish(ctx, sources.Outgoing{ID: id, Data: data}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	enqueueScrapeJobs(t, nurl)
 
 	// Wait until every job is settled for good: 4 succeeded, 2 dead-lettered
 	// (a 400 at once, the 503 at its second delivery), nothing pending.
@@ -193,8 +100,83 @@ log:
 		return ok == 4 && dead == 2 && pending == 0 && inFlight == 0 && deadHeld == 2,
 			fmt.Sprintf("succeeded %v, dead-lettered %v, pending %v, in flight %v, dead letters held %v", ok, dead, pending, inFlight, deadHeld)
 	})
+	checkDocumentedMetrics(t, fams)
+	checkPromisedMetrics(t, fams)
+	if n := target.badAuth.Load(); n > 0 {
+		t.Errorf("%d requests without the configured Authorization header", n)
+	}
+	_, raw := get(t, base+"/metrics")
+	if strings.Contains(raw, token) {
+		t.Error("the token appears in /metrics")
+	}
+	lintMetrics(t, raw)
 
-	// Every documented metric is there, and every sluice_ metric is documented.
+	r.stop()
+	if strings.Contains(r.logs(), token) {
+		t.Error("the token appears in the log")
+	}
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Errorf("%s still accepts connections after sluice run returned", addr)
+	}
+}
+
+// scrapeTarget is the target of TestScrapeRunningSluice: /ok answers 200,
+// /flaky 429 once then 200, /bad 400, /boom 503 (no Retry-After: a server
+// error, not a throttle). It counts the requests without the token.
+type scrapeTarget struct {
+	*httptest.Server
+	badAuth atomic.Int64
+}
+
+func newScrapeTarget(token string) *scrapeTarget {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	st := &scrapeTarget{}
+	st.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.URL.Path]++
+		n := calls[r.URL.Path]
+		mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			st.badAuth.Add(1)
+		}
+		switch {
+		case r.URL.Path == "/ok", r.URL.Path == "/flaky" && n > 1:
+			io.WriteString(w, `{"ok":true}`)
+		case r.URL.Path == "/flaky":
+			w.WriteHeader(http.StatusTooManyRequests)
+		case r.URL.Path == "/bad":
+			http.Error(w, "no such record", http.StatusBadRequest)
+		default:
+			http.Error(w, "down", http.StatusServiceUnavailable)
+		}
+	}))
+	return st
+}
+
+// enqueueScrapeJobs publishes the jobs of TestScrapeRunningSluice through
+// a second connection, as `sluice enqueue` would.
+func enqueueScrapeJobs(t *testing.T, natsURL string) {
+	t.Helper()
+	client, err := natsjs.Open(t.Context(), natsjs.Config{URL: natsURL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	jobs := map[string]string{"ok-1": "/ok", "ok-2": "/ok", "ok-3": "/ok", "flaky-1": "/flaky", "bad-1": "/bad", "boom-1": "/boom"}
+	for id, path := range jobs {
+		data, _ := json.Marshal(map[string]any{"id": id, "type": "default", "path": path})
+		if err := client.Publish(t.Context(), sources.Outgoing{ID: id, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkDocumentedMetrics: every metric docs/operations.md documents is
+// scraped, and every sluice_ metric scraped is documented.
+func checkDocumentedMetrics(t *testing.T, fams map[string]*dto.MetricFamily) {
+	t.Helper()
 	documented := documentedMetrics(t)
 	var missing, undocumented []string
 	for name, required := range documented {
@@ -215,10 +197,15 @@ log:
 	if len(undocumented) > 0 {
 		t.Errorf("scraped but not documented in docs/operations.md: %v", undocumented)
 	}
-	// The names the design lists under observability (rate, tokens, queue, units,
-	// throttles by status, wait histogram, rejections by reason, pause,
-	// instances; jobs by outcome and type; attempts by result; latency by
-	// status class; in flight) with the labels it promises.
+}
+
+// checkPromisedMetrics: the names the design lists under observability
+// (rate, tokens, queue, units, throttles by status, wait histogram,
+// rejections by reason, pause, instances; jobs by outcome and type;
+// attempts by result; latency by status class; in flight) are there with
+// the labels it promises, and the counts of TestScrapeRunningSluice's jobs.
+func checkPromisedMetrics(t *testing.T, fams map[string]*dto.MetricFamily) {
+	t.Helper()
 	for name, labels := range map[string][]string{
 		"sluice_limiter_rate_units_per_minute": nil, "sluice_limiter_tokens": nil,
 		"sluice_limiter_queue_length": nil, "sluice_limiter_units_total": nil,
@@ -254,35 +241,107 @@ log:
 	if v := sumOf(fams, "sluice_budget_saturation", "", ""); v < 0 || v > 1 {
 		t.Errorf("sluice_budget_saturation = %v, want within [0, 1]", v)
 	}
-	mu.Lock()
-	if badAuth > 0 {
-		t.Errorf("%d requests without the configured Authorization header", badAuth)
-	}
-	mu.Unlock()
-	_, raw := get(t, base+"/metrics")
-	if strings.Contains(raw, token) {
-		t.Error("the token appears in /metrics")
-	}
-	lintMetrics(t, raw)
+}
 
-	// A clean stop.
-	cancel()
+// loggedRun is a command run in-process, as main runs it, with its JSON
+// log read line by line.
+type loggedRun struct {
+	t      *testing.T
+	cancel context.CancelFunc
+	done   chan error
+	logged chan struct{}
+
+	mu    sync.Mutex
+	text  strings.Builder
+	lines []map[string]any
+	more  chan struct{} // closed and replaced on each new line
+}
+
+// startLoggedRun runs the command line args in-process; stop (or the end
+// of the test) ends it.
+func startLoggedRun(t *testing.T, args ...string) *loggedRun {
+	t.Helper()
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &loggedRun{t: t, cancel: cancel, done: make(chan error, 1), logged: make(chan struct{}), more: make(chan struct{})}
+	go r.read(pr)
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetErr(pw)
+	root.SetOut(io.Discard)
+	go func() { r.done <- root.ExecuteContext(ctx); pw.Close() }()
+	t.Cleanup(func() {
+		if r.cancel != nil {
+			r.stop()
+		}
+	})
+	return r
+}
+
+// read keeps the log, never blocking the command.
+func (r *loggedRun) read(pr *io.PipeReader) {
+	defer close(r.logged)
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		var rec map[string]any
+		_ = json.Unmarshal([]byte(line), &rec)
+		r.mu.Lock()
+		r.text.WriteString(line + "\n")
+		r.lines = append(r.lines, rec)
+		close(r.more)
+		r.more = make(chan struct{})
+		r.mu.Unlock()
+	}
+	io.Copy(io.Discard, pr)
+}
+
+func (r *loggedRun) logs() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.text.String()
+}
+
+// await waits for the first log record whose msg is msg and returns its
+// attribute key.
+func (r *loggedRun) await(msg, key string) string {
+	r.t.Helper()
+	deadline := time.After(time.Minute)
+	for seen := 0; ; {
+		r.mu.Lock()
+		for ; seen < len(r.lines); seen++ {
+			if rec := r.lines[seen]; rec != nil && rec["msg"] == msg {
+				r.mu.Unlock()
+				return fmt.Sprint(rec[key])
+			}
+		}
+		more := r.more
+		r.mu.Unlock()
+		select {
+		case <-more:
+		case err := <-r.done:
+			r.t.Fatalf("sluice exited before logging %q: %v\n%s", msg, err, r.logs())
+		case <-deadline:
+			r.t.Fatalf("no %q logged within a minute\n%s", msg, r.logs())
+		}
+	}
+}
+
+// stop cancels the command and waits for it to return cleanly.
+func (r *loggedRun) stop() {
+	r.t.Helper()
+	r.cancel()
+	r.cancel = nil
 	select {
-	case err := <-runDone:
+	case err := <-r.done:
 		if err != nil {
-			t.Errorf("sluice run: %v", err)
+			r.t.Errorf("sluice: %v", err)
 		}
 	case <-time.After(time.Minute):
-		t.Fatal("sluice run did not stop within a minute of cancel")
+		r.t.Fatal("sluice did not stop within a minute of cancel")
 	}
-	<-logDone
-	if strings.Contains(logs(), token) {
-		t.Error("the token appears in the log")
-	}
-	if c, err := net.Dial("tcp", addr); err == nil {
-		c.Close()
-		t.Errorf("%s still accepts connections after sluice run returned", addr)
-	}
+	<-r.logged
 }
 
 // poll checks cond every 50 ms for up to a minute.
