@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
@@ -177,7 +177,7 @@ func enqueueScrapeJobs(t *testing.T, natsURL string) {
 // scraped, and every sluice_ metric scraped is documented.
 func checkDocumentedMetrics(t *testing.T, fams map[string]*dto.MetricFamily) {
 	t.Helper()
-	documented := documentedMetrics(t)
+	documented := testutil.DocumentedMetrics(t, "../../docs/operations.md")
 	var missing, undocumented []string
 	for name, required := range documented {
 		if required && fams[name] == nil {
@@ -409,29 +409,6 @@ func hasLabel(f *dto.MetricFamily, label string) bool {
 		}
 	}
 	return false
-}
-
-// documentedMetrics lists the metric names in docs/operations.md's tables:
-// true for metrics every `sluice run` exports, false for those of a section
-// that says "Only with" (a mode the default config does not use).
-func documentedMetrics(t *testing.T) map[string]bool {
-	t.Helper()
-	b, err := os.ReadFile("../../docs/operations.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	row := regexp.MustCompile("(?m)^\\| `(sluice_[a-z_]+)(?:\\{[a-z_,]*\\})?` \\|")
-	for _, section := range strings.Split(string(b), "\n### ") {
-		required := !strings.Contains(section, "Only with")
-		for _, m := range row.FindAllStringSubmatch(section, -1) {
-			names[m[1]] = required
-		}
-	}
-	if len(names) < 15 {
-		t.Fatalf("docs/operations.md documents only %d metrics", len(names))
-	}
-	return names
 }
 
 // lintMetrics fails t for every promlint problem (what `promtool check

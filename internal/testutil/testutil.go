@@ -6,6 +6,9 @@ package testutil
 import (
 	"bytes"
 	"context"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,4 +54,27 @@ func RunCLI(ctx context.Context, root func() *cobra.Command, args ...string) (st
 	cmd.SetIn(bytes.NewReader(nil))
 	err := cmd.ExecuteContext(ctx)
 	return out.String(), err
+}
+
+// DocumentedMetrics reads the metric tables of docs/operations.md at path:
+// every `sluice_…` name in the first column of a table row, true when the
+// metric is always there, false when its section says "Only with".
+func DocumentedMetrics(t testing.TB, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	row := regexp.MustCompile("(?m)^\\| `(sluice_[a-z_]+)(?:\\{[a-z_,]*\\})?` \\|")
+	for _, section := range strings.Split(string(b), "\n### ") {
+		required := !strings.Contains(section, "Only with")
+		for _, m := range row.FindAllStringSubmatch(section, -1) {
+			names[m[1]] = required
+		}
+	}
+	if len(names) < 15 {
+		t.Fatalf("%s documents only %d metrics", path, len(names))
+	}
+	return names
 }

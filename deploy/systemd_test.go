@@ -1,4 +1,4 @@
-package main
+package deploy_test
 
 import (
 	"bufio"
@@ -51,7 +51,7 @@ func readUnit(t *testing.T, path string) map[string]map[string][]string {
 }
 
 func TestSystemdUnit(t *testing.T) {
-	const path = "../../deploy/systemd/sluice.service"
+	const path = "systemd/sluice.service"
 	unit := readUnit(t, path)
 	svc := unit["Service"]
 	one := func(k string) string {
@@ -66,12 +66,7 @@ func TestSystemdUnit(t *testing.T) {
 	if len(argv) < 2 || argv[0] != "/usr/local/bin/sluice" {
 		t.Fatalf("ExecStart %v: want /usr/local/bin/sluice …", argv)
 	}
-	root := newRootCmd()
-	if sub, rest, err := root.Find(argv[1:]); err != nil || sub.Name() != "run" {
-		t.Errorf("ExecStart %v: not `sluice run` (%v)", argv, err)
-	} else if err := sub.ParseFlags(rest); err != nil {
-		t.Errorf("ExecStart %v: %v", argv, err)
-	}
+	commandHelp(t, argv[1:], "run")
 
 	// Not root: a dynamic user, or a named one that is not root.
 	if one("DynamicUser") != "yes" {

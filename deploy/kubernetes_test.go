@@ -1,4 +1,4 @@
-package main
+package deploy_test
 
 import (
 	"bytes"
@@ -68,7 +68,7 @@ func (o k8sObject) num(p string) int {
 
 func readManifests(t *testing.T) map[string]k8sObject {
 	t.Helper()
-	files, err := filepath.Glob("../../deploy/kubernetes/*.yaml")
+	files, err := filepath.Glob("kubernetes/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests: %v", err)
 	}
@@ -121,33 +121,45 @@ func scaledObjectQueries(t *testing.T) []string {
 
 func TestKubernetesManifests(t *testing.T) {
 	objs := readManifests(t)
-	dep, cm, svc, sm, so := objs["Deployment"], objs["ConfigMap"], objs["Service"], objs["ServiceMonitor"], objs["ScaledObject"]
+	dep, cm := objs["Deployment"], objs["ConfigMap"]
+	c := k8sObject(dep.path("spec.template.spec.containers.0").(map[string]any))
+	checkKustomization(t)
+	checkContainer(t, dep, cm, c)
+	cfgText, secretVar, env := checkSecretEnv(t, cm, c)
+	port := checkConfigDecodes(t, cfgText, secretVar, env)
+	checkPortsAndProbes(t, c, port)
+	checkServiceAndMonitor(t, dep, objs["Service"], objs["ServiceMonitor"], port)
+	checkScaledObject(t, dep, objs["ScaledObject"], cfgText)
+}
 
-	// Every file is listed in the kustomization, or named in a comment there.
-	kz, err := os.ReadFile("../../deploy/kubernetes/kustomization.yaml")
+// checkKustomization: every file is listed in the kustomization, or named
+// in a comment there.
+func checkKustomization(t *testing.T) {
+	t.Helper()
+	kz, err := os.ReadFile("kubernetes/kustomization.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob("../../deploy/kubernetes/*.yaml")
+	files, _ := filepath.Glob("kubernetes/*.yaml")
 	for _, f := range files {
 		if b := filepath.Base(f); b != "kustomization.yaml" && !strings.Contains(string(kz), b) {
 			t.Errorf("kustomization.yaml does not mention %s", b)
 		}
 	}
 
-	// The container runs the image's binary with the mounted config.
-	c := k8sObject(dep.path("spec.template.spec.containers.0").(map[string]any))
+}
+
+// checkContainer: the container runs the image's binary with the mounted
+// config; the pod runs as non-root and waits long enough for a clean
+// shutdown.
+func checkContainer(t *testing.T, dep, cm, c k8sObject) {
+	t.Helper()
 	args, _ := c.path("args").([]any)
 	var argv []string
 	for _, a := range args {
 		argv = append(argv, a.(string))
 	}
-	root := newRootCmd()
-	if sub, rest, err := root.Find(argv); err != nil || sub.Name() != "run" {
-		t.Errorf("container args %v: not `sluice run` (%v)", argv, err)
-	} else if err := sub.ParseFlags(rest); err != nil {
-		t.Errorf("container args %v: %v", argv, err)
-	}
+	commandHelp(t, argv, "run")
 	mount := ""
 	for _, m := range c.path("volumeMounts").([]any) {
 		m := k8sObject(m.(map[string]any))
@@ -164,7 +176,6 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Errorf("the Deployment mounts ConfigMap %q, the ConfigMap is %q", name, cm.str("metadata.name"))
 	}
 
-	// The pod runs as non-root, and waits long enough for a clean shutdown.
 	if dep.path("spec.template.spec.securityContext.runAsNonRoot") != true {
 		t.Error("runAsNonRoot is not set")
 	}
@@ -172,7 +183,13 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Errorf("terminationGracePeriodSeconds %v is not above the shutdown timeout %v", grace, worker.DefaultShutdownTimeout)
 	}
 
-	// The token comes from a Secret and reaches the config through ${VAR}.
+}
+
+// checkSecretEnv: the token comes from a Secret and reaches the config
+// through ${VAR}. It returns the config, the Secret's variable and the
+// container's environment (each variable's value is value-of-NAME).
+func checkSecretEnv(t *testing.T, cm, c k8sObject) (string, string, map[string]string) {
+	t.Helper()
 	env := map[string]string{}
 	secretVar := ""
 	for _, e := range c.path("env").([]any) {
@@ -191,7 +208,13 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Error("the ConfigMap seems to hold a literal token")
 	}
 
-	// The config decodes with the real decoder, and opens the metrics port
+	return cfgText, secretVar, env
+}
+
+// checkConfigDecodes: the config decodes with the real decoder, and opens
+// the metrics port beyond loopback explicitly; it returns that port.
+func checkConfigDecodes(t *testing.T, cfgText, secretVar string, env map[string]string) string {
+	t.Helper()
 	// beyond loopback explicitly.
 	var raw struct {
 		Metrics struct {
@@ -204,7 +227,7 @@ func TestKubernetesManifests(t *testing.T) {
 	if raw.Metrics.Listen == "" || run.LoopbackListen(raw.Metrics.Listen) {
 		t.Errorf("metrics.listen %q: Prometheus in another pod cannot reach a loopback address", raw.Metrics.Listen)
 	}
-	cfg, err := parseEnv([]byte(cfgText), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err := config.Parse([]byte(cfgText), config.Options{Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	if err != nil {
 		t.Errorf("sluice.yaml does not decode: %v", err)
 	} else {
@@ -224,8 +247,13 @@ func TestKubernetesManifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return port
 
-	// Ports and probes line up with what sluice serves.
+}
+
+// checkPortsAndProbes: ports and probes line up with what sluice serves.
+func checkPortsAndProbes(t *testing.T, c k8sObject, port string) {
+	t.Helper()
 	if p := c.str("ports.0.name"); p != "metrics" || strconv.Itoa(c.num("ports.0.containerPort")) != port {
 		t.Errorf("container port %s/%d, want metrics/%s", p, c.num("ports.0.containerPort"), port)
 	}
@@ -249,7 +277,12 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Error("readiness must probe /readyz and liveness /healthz")
 	}
 
-	// The Service selects the pods and names the port the ServiceMonitor scrapes.
+}
+
+// checkServiceAndMonitor: the Service selects the pods and names the port
+// the ServiceMonitor scrapes.
+func checkServiceAndMonitor(t *testing.T, dep, svc, sm k8sObject, port string) {
+	t.Helper()
 	podLabels, _ := dep.path("spec.template.metadata.labels").(map[string]any)
 	sel, _ := svc.path("spec.selector").(map[string]any)
 	for k, v := range sel {
@@ -271,7 +304,13 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Errorf("ServiceMonitor endpoint %v", sm.path("spec.endpoints.0"))
 	}
 
-	// KEDA scales the Deployment on lag and the saturation gauge; the
+}
+
+// checkScaledObject: KEDA scales the Deployment on lag and the saturation
+// gauge; the formula uses only named triggers, and the queries only
+// metrics sluice exports.
+func checkScaledObject(t *testing.T, dep, so k8sObject, cfgText string) {
+	t.Helper()
 	// formula uses only named triggers.
 	if so.str("spec.scaleTargetRef.name") != dep.str("metadata.name") {
 		t.Errorf("ScaledObject targets %q", so.str("spec.scaleTargetRef.name"))
@@ -298,7 +337,7 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("formula %q uses %q, which is not a trigger name", formula, id)
 		}
 	}
-	if !strings.Contains(readFile(t, "../../deploy/kubernetes/scaledobject.yaml"), "sluice_budget_saturation is") {
+	if !strings.Contains(readFile(t, "kubernetes/scaledobject.yaml"), "sluice_budget_saturation is") {
 		t.Error("scaledobject.yaml does not explain the saturation gauge")
 	}
 	exported := exportedMetrics(t)
@@ -345,7 +384,7 @@ func TestKubernetesPodHardening(t *testing.T) {
 // The Pub/Sub overlay's config decodes with the real decoder and shares
 // the budget by the live count through the NATS server it names.
 func TestKubernetesPubSubOverlay(t *testing.T) {
-	b := readFile(t, "../../deploy/kubernetes-pubsub/configmap.yaml")
+	b := readFile(t, "kubernetes-pubsub/configmap.yaml")
 	var cm struct {
 		Data map[string]string `yaml:"data"`
 	}
@@ -353,7 +392,7 @@ func TestKubernetesPubSubOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"GOOGLE_CLOUD_PROJECT": "my-project", "SLUICE_API_TOKEN": "t", "POD_NAME": "sluice-0"}
-	cfg, err := parseEnv([]byte(cm.Data["sluice.yaml"]), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err := config.Parse([]byte(cm.Data["sluice.yaml"]), config.Options{Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	if err != nil {
 		t.Fatalf("the Pub/Sub overlay's sluice.yaml does not decode: %v", err)
 	}
@@ -363,12 +402,12 @@ func TestKubernetesPubSubOverlay(t *testing.T) {
 	if cfg.Limiter.Share.Mode != "members" || cfg.Limiter.Share.NATSURL == "" {
 		t.Errorf("share %+v: want members through a NATS URL", cfg.Limiter.Share)
 	}
-	so := readFile(t, "../../deploy/kubernetes-pubsub/scaledobject.yaml")
+	so := readFile(t, "kubernetes-pubsub/scaledobject.yaml")
 	sub := cfg.Source.PubSub.Subscription
 	if !strings.Contains(so, "type: gcp-pubsub") || !strings.Contains(so, "subscriptions/"+sub+"\n") {
 		t.Errorf("the ScaledObject does not watch subscription %q with gcp-pubsub", sub)
 	}
-	ta := readFile(t, "../../deploy/kubernetes-pubsub/triggerauthentication.yaml")
+	ta := readFile(t, "kubernetes-pubsub/triggerauthentication.yaml")
 	if !strings.Contains(ta, "podIdentity:") || !strings.Contains(ta, "provider: gcp") {
 		t.Error("the TriggerAuthentication does not use podIdentity provider gcp")
 	}

@@ -1,4 +1,4 @@
-package main
+package deploy_test
 
 import (
 	"debug/elf"
@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -148,7 +147,7 @@ func find(st dockerStage, cmd string) []dockerInstr {
 
 func goModVersion(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("../../go.mod")
+	b, err := os.ReadFile("../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +159,7 @@ func goModVersion(t *testing.T) string {
 }
 
 func TestDockerfile(t *testing.T) {
-	src, err := os.ReadFile("../../Dockerfile")
+	src, err := os.ReadFile("../Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,9 +177,37 @@ func TestDockerfile(t *testing.T) {
 	if len(stages) < 2 {
 		t.Fatalf("%d stages, want a multi-stage build", len(stages))
 	}
+	build, final := stages[0], stages[len(stages)-1]
+	built := checkBuildStage(t, build, global, string(src))
+	bin := checkRuntimeStage(t, final, build.name, built)
+	checkHealthcheck(t, final, bin)
 
-	// The build stage: the Go toolchain of go.mod, a static build of ./cmd/sluice.
-	build := stages[0]
+	// The default command runs sluice with a config file.
+	if cmds := find(final, "CMD"); len(cmds) == 1 {
+		argv := execForm(t, cmds[0], cmds[0].args)
+		help := commandHelp(t, argv, "run")
+		if c := flagValue(argv, help, "config", "c"); help != "" && !strings.HasPrefix(c, "/etc/sluice/") {
+			t.Errorf("CMD %v: config %q, want a file under /etc/sluice", argv, c)
+		}
+	} else {
+		t.Errorf("final stage has %d CMDs, want 1", len(cmds))
+	}
+
+	ignore, err := os.ReadFile("../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{".git", "sluice-data"} {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(want) + `$`).Match(ignore) {
+			t.Errorf(".dockerignore does not exclude %s", want)
+		}
+	}
+}
+
+// checkBuildStage: the Go toolchain of go.mod, a static build of
+// ./cmd/sluice with its version; it returns the path it builds.
+func checkBuildStage(t *testing.T, build dockerStage, global map[string]string, src string) string {
+	t.Helper()
 	if build.name == "" {
 		t.Fatal("the first stage has no name to copy from")
 	}
@@ -205,22 +232,26 @@ func TestDockerfile(t *testing.T) {
 	if built == "" {
 		t.Fatal("no `go build -o PATH` in the build stage")
 	}
-	if len(find(build, "ARG")) == 0 || !strings.Contains(string(src), "ARG VERSION") {
+	if len(find(build, "ARG")) == 0 || !strings.Contains(src, "ARG VERSION") {
 		t.Error("the build stage takes no VERSION argument")
 	}
+	return built
+}
 
-	// The runtime stage: the built binary is what runs, as a non-root user.
-	final := stages[len(stages)-1]
+// checkRuntimeStage: the built binary is what runs, as a non-root user;
+// it returns the binary's path in the image.
+func checkRuntimeStage(t *testing.T, final dockerStage, from, built string) string {
+	t.Helper()
 	var bin string
 	for _, in := range find(final, "COPY") {
 		flags, rest := flagsAndRest(in.args)
 		f := strings.Fields(rest)
-		if flags["from"] == build.name && len(f) == 2 && f[0] == built {
+		if flags["from"] == from && len(f) == 2 && f[0] == built {
 			bin = f[1]
 		}
 	}
 	if bin == "" {
-		t.Fatalf("the final stage does not COPY --from=%s %s", build.name, built)
+		t.Fatalf("the final stage does not COPY --from=%s %s", from, built)
 	}
 	entry := find(final, "ENTRYPOINT")
 	if len(entry) != 1 {
@@ -229,7 +260,6 @@ func TestDockerfile(t *testing.T) {
 	if argv := execForm(t, entry[0], entry[0].args); argv[0] != bin {
 		t.Errorf("ENTRYPOINT runs %s, want the copied binary %s", argv[0], bin)
 	}
-
 	users := find(final, "USER")
 	if len(users) == 0 {
 		t.Fatal("the final stage sets no USER: it would run as root")
@@ -238,7 +268,13 @@ func TestDockerfile(t *testing.T) {
 	if name, _, _ := strings.Cut(user, ":"); name == "root" || name == "0" || name == "" {
 		t.Errorf("USER %s is root", user)
 	}
+	return bin
+}
 
+// checkHealthcheck: the HEALTHCHECK runs `sluice healthcheck` with valid
+// flags against the default metrics port, which is exposed.
+func checkHealthcheck(t *testing.T, final dockerStage, bin string) {
+	t.Helper()
 	hc := find(final, "HEALTHCHECK")
 	if len(hc) != 1 {
 		t.Fatalf("final stage has %d HEALTHCHECKs, want 1", len(hc))
@@ -257,46 +293,13 @@ func TestDockerfile(t *testing.T) {
 	if argv[0] != bin {
 		t.Errorf("HEALTHCHECK runs %s, want %s", argv[0], bin)
 	}
-	// The health check's arguments are a real subcommand with valid flags.
-	root := newRootCmd()
-	sub, subArgs, err := root.Find(argv[1:])
-	if err != nil || sub.Name() != "healthcheck" {
-		t.Fatalf("HEALTHCHECK %v: not the healthcheck subcommand (%v)", argv[1:], err)
-	}
-	if err := sub.ParseFlags(subArgs); err != nil {
-		t.Errorf("HEALTHCHECK %v: %v", argv[1:], err)
-	}
+	help := commandHelp(t, argv[1:], "healthcheck")
 	_, port, _ := net.SplitHostPort(config.DefaultOpsListen)
-	if u := sub.Flags().Lookup("url").Value.String(); !strings.Contains(u, ":"+port+"/") {
-		t.Errorf("HEALTHCHECK probes %s, not the default metrics port %s", u, port)
+	if u := flagValue(argv[1:], help, "url", ""); !strings.Contains(u, ":"+port+"/") {
+		t.Errorf("HEALTHCHECK probes %q, not the default metrics port %s", u, port)
 	}
 	if expose := find(final, "EXPOSE"); len(expose) != 1 || expose[0].args != port {
 		t.Errorf("EXPOSE %v, want %s", expose, port)
-	}
-
-	// The default command runs sluice with a config file.
-	if cmds := find(final, "CMD"); len(cmds) == 1 {
-		argv := execForm(t, cmds[0], cmds[0].args)
-		sub, rest, err := root.Find(argv)
-		if err != nil || sub == root || sub.Name() != "run" {
-			t.Errorf("CMD %v: not `sluice run` (%v)", argv, err)
-		} else if err := sub.ParseFlags(rest); err != nil {
-			t.Errorf("CMD %v: %v", argv, err)
-		} else if c := sub.Flags().Lookup("config").Value.String(); !strings.HasPrefix(c, "/etc/sluice/") {
-			t.Errorf("CMD %v: config %q, want a file under /etc/sluice", argv, c)
-		}
-	} else {
-		t.Errorf("final stage has %d CMDs, want 1", len(cmds))
-	}
-
-	ignore, err := os.ReadFile("../../.dockerignore")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{".git", "sluice-data"} {
-		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(want) + `$`).Match(ignore) {
-			t.Errorf(".dockerignore does not exclude %s", want)
-		}
 	}
 }
 
@@ -331,16 +334,7 @@ func TestStaticBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go toolchain in PATH")
-	}
-	out := filepath.Join(t.TempDir(), "sluice")
-	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags", "-s -w -X main.version=v9.9.9-test", "-o", out, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
+	out := sluiceBinary(t)
 	f, err := elf.Open(out)
 	if err != nil {
 		t.Fatal(err)
