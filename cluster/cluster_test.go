@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
@@ -297,17 +298,6 @@ func runUntilCleanup(t *testing.T, run func(context.Context) error) (stop func()
 	return stop
 }
 
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after 30s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // real server: bounded polling
-	}
-}
-
 // A limiter at rate r with N = 2 moves to N = 3: the two rescale to 2r/3,
 // and the newcomer starts at the budget the others found (Budget), so the
 // three still add up to 2r.
@@ -350,7 +340,7 @@ func TestRescaleKeepsTotal(t *testing.T) {
 	}
 	ma, la := newMember("a", lcfg)
 	_, lb := newMember("b", lcfg)
-	eventually(t, "N=2 at a", func() bool { return la.Stats().Instances == 2 })
+	testkit.Eventually(t, "N=2 at a", func() bool { return la.Stats().Instances == 2 })
 	// Both find the budget: one throttle each cuts 600 to 420.
 	for _, l := range []*limiter.Limiter{la, lb} {
 		tk, err := l.Wait(t.Context(), 1)
@@ -363,13 +353,13 @@ func TestRescaleKeepsTotal(t *testing.T) {
 	if math.Abs(r-420) > 1e-9 || math.Abs(lb.Rate()-420) > 1e-9 {
 		t.Fatalf("rates after the cut: %v, %v; want 420", la.Rate(), lb.Rate())
 	}
-	eventually(t, "heartbeats carrying the cut rate", func() bool {
+	testkit.Eventually(t, "heartbeats carrying the cut rate", func() bool {
 		ms := ma.Members()
 		return len(ms) == 2 && math.Abs(ms[0].Rate-r) < 1e-9 && math.Abs(ms[1].Rate-r) < 1e-9
 	})
 
 	_, lc := newMember("c", lcfg)
-	eventually(t, "N=3 at a and b", func() bool { return la.Stats().Instances == 3 && lb.Stats().Instances == 3 })
+	testkit.Eventually(t, "N=3 at a and b", func() bool { return la.Stats().Instances == 3 && lb.Stats().Instances == 3 })
 	sum := la.Rate() + lb.Rate() + lc.Rate()
 	if math.Abs(sum-2*r) > 0.01*2*r {
 		t.Errorf("rates %v + %v + %v = %v, want 2r = %v within 1%%", la.Rate(), lb.Rate(), lc.Rate(), sum, 2*r)
@@ -441,7 +431,7 @@ func TestOutage(t *testing.T) {
 	cfg := Config{Bucket: uniqueBucket(t), TTL: ttl, Partitions: 16}
 
 	a, b := joinOutageMember(t, url, cfg, "a"), joinOutageMember(t, url, cfg, "b")
-	eventually(t, "8 partitions each", func() bool { return len(a.l.Held()) == 8 && len(b.l.Held()) == 8 })
+	testkit.Eventually(t, "8 partitions each", func() bool { return len(a.l.Held()) == 8 && len(b.l.Held()) == 8 })
 	for _, w := range []*outageMember{a, b} {
 		w.Lock()
 		w.outage, w.watch = true, true
@@ -449,7 +439,7 @@ func TestOutage(t *testing.T) {
 	}
 	srv.Shutdown()
 	t.Logf("%v server down", time.Now().Format("05.000"))
-	eventually(t, "the leases to lapse", func() bool { return len(a.l.Held()) == 0 && len(b.l.Held()) == 0 })
+	testkit.Eventually(t, "the leases to lapse", func() bool { return len(a.l.Held()) == 0 && len(b.l.Held()) == 0 })
 	// The outage lasts longer than the TTL: the count must not fall.
 	t.Logf("%v leases lapsed", time.Now().Format("05.000"))
 	time.Sleep(ttl)
@@ -472,7 +462,7 @@ func TestOutage(t *testing.T) {
 	}
 	t.Cleanup(srv2.Shutdown)
 	t.Logf("%v server up", time.Now().Format("05.000"))
-	eventually(t, "8 partitions each after the outage", func() bool { return len(a.l.Held()) == 8 && len(b.l.Held()) == 8 })
+	testkit.Eventually(t, "8 partitions each after the outage", func() bool { return len(a.l.Held()) == 8 && len(b.l.Held()) == 8 })
 	t.Logf("%v rebalanced", time.Now().Format("05.000"))
 	for _, w := range []*outageMember{a, b} {
 		w.Lock()

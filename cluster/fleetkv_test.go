@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
@@ -183,7 +184,7 @@ func TestFleetRaiseOncePerInterval(t *testing.T) {
 	// The waiting worker waits again; its next heartbeat says so.
 	waited.Store(now.Add(21 * time.Second).UnixNano())
 	for _, f := range fleets {
-		eventually(t, "the new heartbeat", func() bool { return f.lastWait(f.lim).After(now.Add(20 * time.Second)) })
+		testkit.Eventually(t, "the new heartbeat", func() bool { return f.lastWait(f.lim).After(now.Add(20 * time.Second)) })
 	}
 	rateAt(30*time.Second, 840)
 }
@@ -307,7 +308,7 @@ func TestFleetOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv2.Shutdown)
-	eventually(t, "rejoining the fleet", func() bool {
+	testkit.Eventually(t, "rejoining the fleet", func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		f.step(ctx, time.Now(), true)
@@ -336,9 +337,9 @@ func TestFleetRunPropagates(t *testing.T) {
 	done := make(chan error, 2)
 	go func() { done <- a.Run(ctx, la) }()
 	go func() { done <- b.Run(ctx, lb) }()
-	eventually(t, "both following", func() bool { return la.rate() == 300 && lb.rate() == 300 })
+	testkit.Eventually(t, "both following", func() bool { return la.rate() == 300 && lb.rate() == 300 })
 	a.Report(wholeReport(time.Now(), 0))
-	eventually(t, "b at the cut rate", func() bool { return lb.rate() == 210 })
+	testkit.Eventually(t, "b at the cut rate", func() bool { return lb.rate() == 210 })
 	cancel()
 	for range 2 {
 		if err := <-done; err != nil {

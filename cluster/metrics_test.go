@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 func TestMetrics(t *testing.T) {
@@ -52,7 +53,7 @@ func TestMetrics(t *testing.T) {
 	}
 	runUntilCleanup(t, b.Run)
 	runUntilCleanup(t, lb.Run)
-	eventually(t, "2 instances and 2 leases", func() bool {
+	testkit.Eventually(t, "2 instances and 2 leases", func() bool {
 		return testutil.ToFloat64(met.instances) == 2 && testutil.ToFloat64(met.leases) == 2 && len(lb.Held()) == 2
 	})
 	stopL()
@@ -64,7 +65,7 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("share after shutdown %v, want IdleShare", shares[len(shares)-1])
 	}
 	// a released its leases and left: b takes them all.
-	eventually(t, "b holding all 4", func() bool { return len(lb.Held()) == 4 && b.Count() == 1 })
+	testkit.Eventually(t, "b holding all 4", func() bool { return len(lb.Held()) == 4 && b.Count() == 1 })
 	if n, err := testutil.GatherAndCount(reg, "sluice_cluster_instances", "sluice_cluster_leases"); err != nil || n != 2 {
 		t.Errorf("gathered %d metrics, %v", n, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // TestRealNATS runs two members with leases against the server at
@@ -41,7 +43,7 @@ func TestRealNATS(t *testing.T) {
 		stops = append(stops, runUntilCleanup(t, m.Run), runUntilCleanup(t, l.Run))
 		ms, ls = append(ms, m), append(ls, l)
 	}
-	eventually(t, "4 partitions each", func() bool {
+	testkit.Eventually(t, "4 partitions each", func() bool {
 		return ms[0].Count() == 2 && ms[1].Count() == 2 && len(ls[0].Held()) == 4 && len(ls[1].Held()) == 4
 	})
 	if hasCommon(ls[0].Held(), ls[1].Held()) {
@@ -49,7 +51,7 @@ func TestRealNATS(t *testing.T) {
 	}
 	stops[1]() // a releases its leases, then leaves
 	stops[0]()
-	eventually(t, "b alone with every partition", func() bool { return ms[1].Count() == 1 && len(ls[1].Held()) == 8 })
+	testkit.Eventually(t, "b alone with every partition", func() bool { return ms[1].Count() == 1 && len(ls[1].Held()) == 8 })
 	for _, stop := range stops[2:] {
 		stop()
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/run"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/worker"
@@ -438,7 +438,7 @@ func TestAlertRulesMetricsExist(t *testing.T) {
 // structs, including the metrics of modes the scrape test does not run.
 func TestOperationsDocNamesExported(t *testing.T) {
 	exported := exportedMetrics(t)
-	documented := testutil.DocumentedMetrics(t, "../docs/operations.md")
+	documented := testkit.DocumentedMetrics(t, "../docs/operations.md")
 	for name := range documented {
 		if exported[name] == nil {
 			t.Errorf("docs/operations.md documents %s, which no metric struct registers", name)

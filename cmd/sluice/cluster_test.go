@@ -19,7 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/queue"
 	"github.com/sluicehq/sluice/internal/run"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -51,7 +51,7 @@ func TestRunShare(t *testing.T) {
 			name += "_nats_url"
 		}
 		t.Run(name, func(t *testing.T) {
-			natsURL := testutil.StartNATS(t)
+			natsURL := testkit.StartNATS(t)
 			target := "http://127.0.0.1:1/" // never called: no jobs
 			cfg := e2eConfig(t, natsURL, target)
 			cfg.Limiter.Disabled = false
@@ -59,7 +59,7 @@ func TestRunShare(t *testing.T) {
 			cfg.Limiter.Share = config.Share{Mode: mode, TTL: time.Duration(3 * time.Second), Partitions: 16}
 			extra := ""
 			if c.natsURL {
-				cfg.Limiter.Share.NATSURL = testutil.StartNATS(t)
+				cfg.Limiter.Share.NATSURL = testkit.StartNATS(t)
 				extra = "    nats_url: " + cfg.Limiter.Share.NATSURL + "\n"
 			}
 			mustValid(t, cfg)
@@ -67,7 +67,7 @@ func TestRunShare(t *testing.T) {
 			regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
 			a := startRunReg(t, withID(cfg, "a"), nil, regs[0])
 			startRunReg(t, withID(cfg, "b"), nil, regs[1])
-			testutil.Eventually(t, "600 units/min on each worker", func() bool {
+			testkit.Eventually(t, "600 units/min on each worker", func() bool {
 				for _, reg := range regs {
 					if gaugeValue(t, reg, "sluice_cluster_instances") != 2 ||
 						math.Abs(gaugeValue(t, reg, "sluice_limiter_rate_units_per_minute")-600) > 1e-6 {
@@ -86,7 +86,7 @@ func TestRunShare(t *testing.T) {
 			if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			testutil.Eventually(t, "both members listed at 600/min", func() bool {
+			testkit.Eventually(t, "both members listed at 600/min", func() bool {
 				fileCfg, err := commandConfig(file)
 				if err != nil {
 					t.Fatal(err)
@@ -127,7 +127,7 @@ func TestRunShare(t *testing.T) {
 			}
 
 			a.stop(t)
-			testutil.Eventually(t, "the whole budget on b", func() bool {
+			testkit.Eventually(t, "the whole budget on b", func() bool {
 				return gaugeValue(t, regs[1], "sluice_cluster_instances") == 1 &&
 					math.Abs(gaugeValue(t, regs[1], "sluice_limiter_rate_units_per_minute")-1200) < 1e-6
 			})
@@ -144,7 +144,7 @@ func withID(cfg config.Config, id string) config.Config {
 // is younger than limiter.share.remember, and at the initial rate when
 // remember is 0s.
 func TestRunShareRemembers(t *testing.T) {
-	natsURL := testutil.StartNATS(t)
+	natsURL := testkit.StartNATS(t)
 	cfg := e2eConfig(t, natsURL, "http://127.0.0.1:1/")
 	cfg.Limiter.Disabled = false
 	cfg.Limiter.InitialUnitsPerMinute = 1200
@@ -166,7 +166,7 @@ func TestRunShareRemembers(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	a := startRunReg(t, withID(cfg, "a"), nil, reg)
-	testutil.Eventually(t, "the remembered 4800 units/min", func() bool {
+	testkit.Eventually(t, "the remembered 4800 units/min", func() bool {
 		return math.Abs(gaugeValue(t, reg, "sluice_limiter_rate_units_per_minute")-4800) < 1e-6 &&
 			gaugeValue(t, reg, "sluice_cluster_fleet_rate") == 4800
 	})
@@ -174,7 +174,7 @@ func TestRunShareRemembers(t *testing.T) {
 	cfg.Limiter.Share.Remember = 0
 	reg = prometheus.NewRegistry()
 	b := startRunReg(t, withID(cfg, "b"), nil, reg)
-	testutil.Eventually(t, "the initial 1200 units/min", func() bool {
+	testkit.Eventually(t, "the initial 1200 units/min", func() bool {
 		return math.Abs(gaugeValue(t, reg, "sluice_limiter_rate_units_per_minute")-1200) < 1e-6
 	})
 	b.stop(t)

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // checkDemoSVG checks that path holds a well-formed SVG chart of the demo.
@@ -75,7 +75,7 @@ func TestDemoShortRun(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	svg := filepath.Join(t.TempDir(), "demo.svg")
-	out, err := testutil.RunCLI(t.Context(), newRootCmd, "demo", "--workers", "3", "--jobs", "30", "--quota", "60000", "--rate", "30000", "--svg", svg)
+	out, err := testkit.RunCLI(t.Context(), newRootCmd, "demo", "--workers", "3", "--jobs", "30", "--quota", "60000", "--rate", "30000", "--svg", svg)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -169,7 +169,7 @@ func TestDemoFlags(t *testing.T) {
 		{[]string{"--nats-port", "70000"}, "--nats-port"},
 		{[]string{"--svg", "/nonexistent/dir/demo.svg"}, "--svg"},
 	} {
-		_, err := testutil.RunCLI(t.Context(), newRootCmd, append([]string{"demo"}, tc.args...)...)
+		_, err := testkit.RunCLI(t.Context(), newRootCmd, append([]string{"demo"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error naming %s", tc.args, err, tc.want)
 		}
@@ -193,7 +193,7 @@ func TestDemoNATSPortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, svg := range []string{fresh, old} {
-		_, err = testutil.RunCLI(t.Context(), newRootCmd, "demo", "--nats-port", port, "--svg", svg)
+		_, err = testkit.RunCLI(t.Context(), newRootCmd, "demo", "--nats-port", port, "--svg", svg)
 		if err == nil || !strings.Contains(err.Error(), "--nats-port") || !strings.Contains(err.Error(), port) {
 			t.Fatalf("got %v, want an error naming --nats-port and %s", err, port)
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/queue"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -32,7 +32,7 @@ func writeConfig(t *testing.T, body string) string {
 // `sluice dlq replay` re-enqueues the dead letters that match its filter,
 // and a worker then runs them again; --dry-run changes nothing.
 func TestDLQReplay(t *testing.T) {
-	natsURL := testutil.StartNATS(t)
+	natsURL := testkit.StartNATS(t)
 	api := newAPILog()
 	var gone atomic.Bool
 	gone.Store(true)
@@ -66,10 +66,10 @@ metrics: {listen: "off"}
 	enqueueJob(t, q, "b", map[string]any{"headers": map[string]string{"X-Job": "b"}})
 	enqueueRawJob(t, q, "c", []byte(`not json`))
 	r := startRun(t, cfg, nil)
-	testutil.Eventually(t, "three dead letters", func() bool { return len(deadLetters(t, cfg)) == 3 })
+	testkit.Eventually(t, "three dead letters", func() bool { return len(deadLetters(t, cfg)) == 3 })
 	r.stop(t)
 
-	out, err := testutil.RunCLI(t.Context(), newRootCmd, "dlq", "replay", "-c", file, "--status", "410", "--type", "export", "--dry-run")
+	out, err := testkit.RunCLI(t.Context(), newRootCmd, "dlq", "replay", "-c", file, "--status", "410", "--type", "export", "--dry-run")
 	if err != nil {
 		t.Fatal(err, out)
 	}
@@ -81,7 +81,7 @@ metrics: {listen: "off"}
 		t.Errorf("dry run changed the dead letters")
 	}
 
-	out, err = testutil.RunCLI(t.Context(), newRootCmd, "dlq", "replay", "-c", file, "--reason", "client_error")
+	out, err = testkit.RunCLI(t.Context(), newRootCmd, "dlq", "replay", "-c", file, "--reason", "client_error")
 	if err != nil {
 		t.Fatal(err, out)
 	}
@@ -95,8 +95,8 @@ metrics: {listen: "off"}
 
 	gone.Store(false)
 	startRun(t, cfg, nil)
-	testutil.Eventually(t, "the replayed jobs to run", func() bool { return api.count("a") == 2 && api.count("b") == 2 })
-	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testkit.Eventually(t, "the replayed jobs to run", func() bool { return api.count("a") == 2 && api.count("b") == 2 })
+	testkit.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 	if n := len(deadLetters(t, cfg)); n != 1 {
 		t.Errorf("dead letters after the replayed jobs ran: %d, want 1", n)
 	}
@@ -104,7 +104,7 @@ metrics: {listen: "off"}
 
 // A JSONL dead-letter file is read back, and never changed.
 func TestDLQReplayJSONL(t *testing.T) {
-	natsURL := testutil.StartNATS(t)
+	natsURL := testkit.StartNATS(t)
 	dir := t.TempDir()
 	dlPath := filepath.Join(dir, "dead.jsonl")
 	records := []worker.DeadLetter{
@@ -122,7 +122,7 @@ func TestDLQReplayJSONL(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := writeConfig(t, fmt.Sprintf("source:\n  jetstream: {url: %s}\ndead_letters: {kind: jsonl, path: %s}\n", natsURL, dlPath))
-	out, err := testutil.RunCLI(t.Context(), newRootCmd, "dlq", "replay", "-c", file)
+	out, err := testkit.RunCLI(t.Context(), newRootCmd, "dlq", "replay", "-c", file)
 	if err != nil {
 		t.Fatal(err, out)
 	}
@@ -133,7 +133,7 @@ func TestDLQReplayJSONL(t *testing.T) {
 	if !bytes.Equal(after, buf.Bytes()) {
 		t.Errorf("the dead-letter file was changed")
 	}
-	out, err = testutil.RunCLI(t.Context(), newRootCmd, "status", "-c", file, "--json")
+	out, err = testkit.RunCLI(t.Context(), newRootCmd, "status", "-c", file, "--json")
 	if err != nil {
 		t.Fatal(err, out)
 	}
@@ -148,16 +148,16 @@ func TestDLQReplayJSONL(t *testing.T) {
 
 // enqueue and status take -c FILE and use its source section.
 func TestEnqueueStatusWithConfig(t *testing.T) {
-	natsURL := testutil.StartNATS(t)
+	natsURL := testkit.StartNATS(t)
 	file := writeConfig(t, fmt.Sprintf("source:\n  jetstream:\n    url: %s\n    stream: CFGTEST\n    subjects: [cfgtest.jobs]\n", natsURL))
 	jobs := filepath.Join(t.TempDir(), "jobs.jsonl")
 	if err := os.WriteFile(jobs, []byte("{\"id\":\"1\"}\n{\"id\":\"2\"}\n{\"id\":\"3\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := testutil.RunCLI(t.Context(), newRootCmd, "enqueue", "-c", file, jobs); err != nil {
+	if out, err := testkit.RunCLI(t.Context(), newRootCmd, "enqueue", "-c", file, jobs); err != nil {
 		t.Fatal(err, out)
 	}
-	out, err := testutil.RunCLI(t.Context(), newRootCmd, "status", "-c", file, "--json")
+	out, err := testkit.RunCLI(t.Context(), newRootCmd, "status", "-c", file, "--json")
 	if err != nil {
 		t.Fatal(err, out)
 	}
@@ -168,7 +168,7 @@ func TestEnqueueStatusWithConfig(t *testing.T) {
 	if st.Pending != 3 {
 		t.Errorf("pending = %d, want 3 (in stream CFGTEST from the config file)", st.Pending)
 	}
-	if _, err := testutil.RunCLI(t.Context(), newRootCmd, "status", "-c", filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+	if _, err := testkit.RunCLI(t.Context(), newRootCmd, "status", "-c", filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
 		t.Errorf("status with a missing config file succeeded")
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // Every command's help has an Examples section, and every sluice command
@@ -124,11 +124,11 @@ func TestResolveVersion(t *testing.T) {
 
 // --version prints what `sluice version` prints.
 func TestVersionFlag(t *testing.T) {
-	a, err := testutil.RunCLI(t.Context(), newRootCmd, "version")
+	a, err := testkit.RunCLI(t.Context(), newRootCmd, "version")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := testutil.RunCLI(t.Context(), newRootCmd, "--version")
+	b, err := testkit.RunCLI(t.Context(), newRootCmd, "--version")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/spf13/cobra"
 )
 
@@ -160,7 +160,7 @@ func TestExitStatusTable(t *testing.T) {
 	for path, rs := range rows {
 		for _, row := range rs {
 			t.Run(strings.Join(append([]string{path}, row.args...), " "), func(t *testing.T) {
-				out, err := testutil.RunCLI(t.Context(), newRootCmd, row.args...)
+				out, err := testkit.RunCLI(t.Context(), newRootCmd, row.args...)
 				if got := cli.ExitStatus(err, nil); got != row.want {
 					t.Errorf("sluice %s: exit status %d, want %d (error %v)\n%s", strings.Join(row.args, " "), got, row.want, err, out)
 				}
@@ -210,13 +210,13 @@ func TestSuggestions(t *testing.T) {
 		{[]string{"config", "nope.yaml"}, `did you mean "sluice config validate nope.yaml"?`},
 		{[]string{"limiter", "trace.jsonl"}, `did you mean "sluice limiter replay trace.jsonl"?`},
 	} {
-		_, err := testutil.RunCLI(t.Context(), newRootCmd, tc.args...)
+		_, err := testkit.RunCLI(t.Context(), newRootCmd, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("sluice %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
 		}
 	}
 	// Nothing close: no suggestion, and no made-up one.
-	if _, err := testutil.RunCLI(t.Context(), newRootCmd, "run", "--zzzzzzzz"); err == nil || strings.Contains(err.Error(), "did you mean") {
+	if _, err := testkit.RunCLI(t.Context(), newRootCmd, "run", "--zzzzzzzz"); err == nil || strings.Contains(err.Error(), "did you mean") {
 		t.Errorf("--zzzzzzzz: %v", err)
 	}
 }
@@ -248,7 +248,7 @@ func TestExitStatusSignals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := startSluice(t, tc.args...)
-			testutil.Eventually(t, tc.ready, func() bool { return strings.Contains(c.out.String(), tc.ready) })
+			testkit.Eventually(t, tc.ready, func() bool { return strings.Contains(c.out.String(), tc.ready) })
 			if err := c.cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // Two workers on one machine: the second finds the metrics port taken, the
@@ -41,7 +41,7 @@ func TestRunSecondWorkerMetricsListen(t *testing.T) {
 	var second lockedBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, &second, "--metrics-listen", "127.0.0.1:0", "--ui-listen", "127.0.0.1:0") }()
-	testutil.Eventually(t, "the ops endpoints and the live page to listen", func() bool {
+	testkit.Eventually(t, "the ops endpoints and the live page to listen", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("run stopped: %v\n%s", err, second.String())

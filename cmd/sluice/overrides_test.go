@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // TestConfigFileFromEnvAndSet: config validate reads the file $SLUICE_CONFIG
@@ -18,15 +18,15 @@ func TestConfigFileFromEnvAndSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("SLUICE_CONFIG", file)
-	if out, err := testutil.RunCLI(t.Context(), newRootCmd, "config", "validate"); err != nil || !strings.Contains(out, "OK") {
+	if out, err := testkit.RunCLI(t.Context(), newRootCmd, "config", "validate"); err != nil || !strings.Contains(out, "OK") {
 		t.Fatalf("validate with SLUICE_CONFIG: %q, %v", out, err)
 	}
-	out, err := testutil.RunCLI(t.Context(), newRootCmd, "config", "validate", "--set", "worker.max_in_flight=lots")
+	out, err := testkit.RunCLI(t.Context(), newRootCmd, "config", "validate", "--set", "worker.max_in_flight=lots")
 	if err == nil || !strings.Contains(out, "worker.max_in_flight") {
 		t.Fatalf("validate --set worker.max_in_flight=lots: %q, %v; want a problem naming the key", out, err)
 	}
 	t.Setenv("SLUICE_CONFIG", filepath.Join(t.TempDir(), "missing.yaml"))
-	if _, err := testutil.RunCLI(t.Context(), newRootCmd, "config", "validate"); err == nil {
+	if _, err := testkit.RunCLI(t.Context(), newRootCmd, "config", "validate"); err == nil {
 		t.Fatal("validate of a missing $SLUICE_CONFIG file succeeded")
 	}
 }

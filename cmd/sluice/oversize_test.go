@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/sluicehq/sluice/internal/config"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -51,7 +51,7 @@ func TestRunOversizedEnvelope(t *testing.T) {
 	enqueueRawJob(t, q, "big", big)
 	enqueueJob(t, q, "small", map[string]any{"headers": map[string]string{"X-Job": "small"}})
 	r := startRun(t, cfg, nil)
-	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testkit.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 	r.stop(t)
 
 	if api.count("big") != 0 || api.count("small") != 1 {
@@ -77,7 +77,7 @@ func TestRunOversizedEnvelope(t *testing.T) {
 // payload cut short rather than being refused by the server again and
 // again while the job is redelivered for ever.
 func TestRunDeadLetterLargerThanMaxPayload(t *testing.T) {
-	natsURL := testutil.StartNATS(t) // max_payload 1 MiB
+	natsURL := testkit.StartNATS(t) // max_payload 1 MiB
 	api := newAPILog()
 	target := httptest.NewServer(api)
 	defer target.Close()
@@ -89,7 +89,7 @@ func TestRunDeadLetterLargerThanMaxPayload(t *testing.T) {
 	enqueueRawJob(t, q, "near", nearLimit)
 	enqueueRawJob(t, q, "quotes", quotes)
 	r := startRun(t, cfg, nil)
-	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testkit.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 	r.stop(t)
 
 	dl := deadLetters(t, cfg)
@@ -114,7 +114,7 @@ func TestRunDeadLetterLargerThanMaxPayload(t *testing.T) {
 // fit, rather than refused again and again while the target is called on
 // every redelivery.
 func TestRunResultLargerThanMaxPayload(t *testing.T) {
-	natsURL := testutil.StartNATS(t) // max_payload 1 MiB
+	natsURL := testkit.StartNATS(t) // max_payload 1 MiB
 	api := newAPILog()
 	api.answers["big"] = func(_ int, w http.ResponseWriter, _ *http.Request) {
 		w.Write(bytes.Repeat([]byte("r"), 1<<20))
@@ -127,7 +127,7 @@ func TestRunResultLargerThanMaxPayload(t *testing.T) {
 	q := client(t, cfg)
 	enqueueJob(t, q, "big", map[string]any{"headers": map[string]string{"X-Job": "big"}})
 	r := startRun(t, cfg, nil)
-	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) || api.count("big") > 3 })
+	testkit.Eventually(t, "the queue to drain", func() bool { return drained(t, q) || api.count("big") > 3 })
 	r.stop(t)
 	if n := api.count("big"); n != 1 {
 		t.Fatalf("the target was called %d times for one job, want 1", n)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/run"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/worker"
 )
@@ -74,7 +74,7 @@ metrics: {listen: "off"}
 		}
 		return out
 	}
-	testutil.Eventually(t, "a result and two dead letters", func() bool {
+	testkit.Eventually(t, "a result and two dead letters", func() bool {
 		m := byTopic()
 		return len(m["results"]) == 1 && len(m["dead"]) == 2
 	})

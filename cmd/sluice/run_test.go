@@ -21,7 +21,7 @@ import (
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/dlq"
 	"github.com/sluicehq/sluice/internal/run"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/worker"
@@ -224,7 +224,7 @@ func (a *apiLog) distinct() int {
 // succeeds on a later attempt, a throttle that exhausts its deliveries, and
 // invalid jobs dead-lettered at once.
 func TestRunEndToEnd(t *testing.T) {
-	natsURL := testutil.StartNATS(t)
+	natsURL := testkit.StartNATS(t)
 	api := newAPILog()
 	api.answers["missing"] = func(_ int, w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "no such item", http.StatusNotFound)
@@ -265,7 +265,7 @@ func TestRunEndToEnd(t *testing.T) {
 	enqueueJob(t, q, "neg-cost", map[string]any{"cost": -1})
 
 	startRun(t, cfg, nil)
-	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testkit.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 
 	for i := range 50 {
 		if n := api.count(fmt.Sprint("ok-", i)); n != 1 {
@@ -327,7 +327,7 @@ func TestRunEndToEnd(t *testing.T) {
 // Paths that try to leave the target are dead-lettered and never sent: a
 // second server on another port sees nothing.
 func TestRunSSRF(t *testing.T) {
-	natsURL := testutil.StartNATS(t)
+	natsURL := testkit.StartNATS(t)
 	api := newAPILog()
 	target := httptest.NewServer(api)
 	defer target.Close()
@@ -360,7 +360,7 @@ func TestRunSSRF(t *testing.T) {
 	enqueueJob(t, q, "fine", map[string]any{"path": "/items/1", "headers": map[string]string{"X-Job": "fine"}})
 
 	startRun(t, cfg, nil)
-	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testkit.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 
 	mu.Lock()
 	if otherHits != 0 {
@@ -387,7 +387,7 @@ func TestRunSSRF(t *testing.T) {
 // acked exactly once or available for redelivery, and a restarted worker
 // finishes them all.
 func TestRunShutdownLosesNothing(t *testing.T) {
-	natsURL := testutil.StartNATS(t)
+	natsURL := testkit.StartNATS(t)
 	api := newAPILog()
 	release := make(chan struct{})
 	var mu sync.Mutex
@@ -434,12 +434,12 @@ func TestRunShutdownLosesNothing(t *testing.T) {
 	}
 	reg1 := prometheus.NewRegistry()
 	r1 := startRunReg(t, cfg, nil, reg1)
-	testutil.Eventually(t, "40 requests in flight", func() bool { return api.distinct() >= 40 })
+	testkit.Eventually(t, "40 requests in flight", func() bool { return api.distinct() >= 40 })
 	// Let 10 requests finish, so some jobs are acked before the stop.
 	for range 10 {
 		release <- struct{}{}
 	}
-	testutil.Eventually(t, "10 jobs completed", func() bool { mu.Lock(); defer mu.Unlock(); return len(completedRun1) == 10 })
+	testkit.Eventually(t, "10 jobs completed", func() bool { mu.Lock(); defer mu.Unlock(); return len(completedRun1) == 10 })
 	r1.stop(t)
 
 	// Every job the first worker held was settled: acked after its
@@ -458,7 +458,7 @@ func TestRunShutdownLosesNothing(t *testing.T) {
 	mu.Unlock()
 	cfg.Limiter.Disabled = true
 	startRun(t, cfg, nil)
-	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testkit.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 	for i := range 200 {
 		id := fmt.Sprint("j", i)
 		mu.Lock()

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/internal/tracing/otlptest"
 	"github.com/sluicehq/sluice/sources"
@@ -67,7 +67,7 @@ func TestRunTraceAndIdempotency(t *testing.T) {
 	tt := &traceTarget{seen: map[string][]http.Header{}, ok: map[string]bool{}, fail: 3}
 	api := httptest.NewServer(tt)
 	defer api.Close()
-	cfg := e2eConfig(t, testutil.StartNATS(t), api.URL)
+	cfg := e2eConfig(t, testkit.StartNATS(t), api.URL)
 	cfg.Worker.MaxAttempts = 2
 	run := startRun(t, mustValid(t, cfg), nil)
 	src := client(t, cfg)
@@ -81,7 +81,7 @@ func TestRunTraceAndIdempotency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testutil.Eventually(t, "every job answered 200", func() bool { return tt.done("r", "a", "b") })
+	testkit.Eventually(t, "every job answered 200", func() bool { return tt.done("r", "a", "b") })
 	run.stop(t) // flushes the spans
 
 	tt.mu.Lock()

@@ -24,7 +24,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
@@ -81,7 +81,7 @@ log:
 	if code, _ := get(t, base+"/healthz"); code != 200 {
 		t.Errorf("/healthz: %d", code)
 	}
-	poll(t, "/readyz to answer 200", func() (bool, string) {
+	testkit.EventuallyState(t, "/readyz to answer 200", func() (bool, string) {
 		code, body := get(t, base+"/readyz")
 		return code == 200, fmt.Sprintf("%d %s", code, body)
 	})
@@ -90,7 +90,7 @@ log:
 	// Wait until every job is settled for good: 4 succeeded, 2 dead-lettered
 	// (a 400 at once, the 503 at its second delivery), nothing pending.
 	var fams map[string]*dto.MetricFamily
-	poll(t, "every job to be settled", func() (bool, string) {
+	testkit.EventuallyState(t, "every job to be settled", func() (bool, string) {
 		fams = scrape(t, base)
 		ok := sumOf(fams, "sluice_jobs_total", "outcome", "succeeded")
 		dead := sumOf(fams, "sluice_jobs_total", "outcome", "dead_lettered")
@@ -177,7 +177,7 @@ func enqueueScrapeJobs(t *testing.T, natsURL string) {
 // scraped, and every sluice_ metric scraped is documented.
 func checkDocumentedMetrics(t *testing.T, fams map[string]*dto.MetricFamily) {
 	t.Helper()
-	documented := testutil.DocumentedMetrics(t, "../../docs/operations.md")
+	documented := testkit.DocumentedMetrics(t, "../../docs/operations.md")
 	var missing, undocumented []string
 	for name, required := range documented {
 		if required && fams[name] == nil {
@@ -342,22 +342,6 @@ func (r *loggedRun) stop() {
 		r.t.Fatal("sluice did not stop within a minute of cancel")
 	}
 	<-r.logged
-}
-
-// poll checks cond every 50 ms for up to a minute.
-func poll(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for %s; last: %s", what, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/run"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // startAuthNATS starts a JetStream server that requires the credentials
@@ -80,7 +80,7 @@ func TestRunNoNATSCredentialsInOutput(t *testing.T) {
 func TestRunNoSecretsInOutput(t *testing.T) {
 	const token = "sk-live-7c1f4e2a9b3d8e6f"
 	t.Setenv("SLUICE_TEST_API_TOKEN", token)
-	natsURL := testutil.StartNATS(t)
+	natsURL := testkit.StartNATS(t)
 	api := newAPILog()
 	echo := func(_ int, w http.ResponseWriter, r *http.Request) {
 		// A careless API that echoes the credentials in its error.
@@ -127,7 +127,7 @@ log: {level: debug, format: json}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run.Worker(ctx, cfg, run.Options{Registry: reg, Log: log}) }()
-	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testkit.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ log: {level: debug, format: json}
 	enqueueRawJob(t, q, "junk", []byte(`{"id":`))
 	reg := prometheus.NewRegistry()
 	r := startRunReg(t, cfg, log, reg)
-	testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+	testkit.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 	r.stop(t)
 
 	dl := deadLetters(t, cfg)
@@ -305,7 +305,7 @@ func metricsText(t *testing.T, reg *prometheus.Registry) string {
 // and returns what it printed.
 func validateFails(t *testing.T, file string) string {
 	t.Helper()
-	out, err := testutil.RunCLI(t.Context(), newRootCmd, "config", "validate", "-c", file)
+	out, err := testkit.RunCLI(t.Context(), newRootCmd, "config", "validate", "-c", file)
 	if err == nil {
 		t.Fatalf("config validate passed a bad file: %s", out)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // A base_url from the environment is a secret like a header value, and
@@ -54,7 +54,7 @@ log: {level: debug, format: json}
 			enqueueJob(t, q, "ok", nil)
 			enqueueJob(t, q, "bad", map[string]any{"path": "/bad"})
 			r := startRun(t, cfg, log)
-			testutil.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
+			testkit.Eventually(t, "the queue to drain", func() bool { return drained(t, q) })
 			r.stop(t)
 			dl := deadLetters(t, cfg)
 			if len(dl) != 1 || dl["bad"].Reason != "client_error" {

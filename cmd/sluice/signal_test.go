@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/config"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // TestSluiceProcess is not a test: it is `sluice` itself, run by the
@@ -88,7 +88,7 @@ func startSluice(t *testing.T, args ...string) *child {
 func TestRunSignals(t *testing.T) {
 	for _, second := range []bool{false, true} {
 		t.Run(fmt.Sprintf("second_signal=%v", second), func(t *testing.T) {
-			natsURL := testutil.StartNATS(t)
+			natsURL := testkit.StartNATS(t)
 			var mu sync.Mutex
 			hits := 0
 			hang := make(chan struct{})
@@ -124,11 +124,11 @@ log: {format: json}
 			enqueueJob(t, q, "slow", nil)
 
 			c := startSluice(t, "run", "-c", file)
-			testutil.Eventually(t, "the request to reach the target", func() bool { mu.Lock(); defer mu.Unlock(); return hits == 1 })
+			testkit.Eventually(t, "the request to reach the target", func() bool { mu.Lock(); defer mu.Unlock(); return hits == 1 })
 			if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			testutil.Eventually(t, "the shutdown message", func() bool { return strings.Contains(c.out.String(), "shutting down") })
+			testkit.Eventually(t, "the shutdown message", func() bool { return strings.Contains(c.out.String(), "shutting down") })
 			if second {
 				if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 					t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/web"
 )
 
@@ -66,7 +66,7 @@ func TestSimulateServe(t *testing.T) {
 		{"simulate", "--serve", "127.0.0.1:0", "--instances", "40"},
 		{"simulate", "--serve", "127.0.0.1:99999"},
 	} {
-		if _, err := testutil.RunCLI(t.Context(), newRootCmd, args...); err == nil || !strings.Contains(err.Error(), "--") {
+		if _, err := testkit.RunCLI(t.Context(), newRootCmd, args...); err == nil || !strings.Contains(err.Error(), "--") {
 			t.Errorf("%v: %v, want an error naming the flag", args, err)
 		}
 	}

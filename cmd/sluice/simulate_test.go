@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 func TestSimulateJSON(t *testing.T) {
-	out, err := testutil.RunCLI(t.Context(), newRootCmd, "simulate", "--scenario", "noisy-neighbor", "--duration", "7m", "--json")
+	out, err := testkit.RunCLI(t.Context(), newRootCmd, "simulate", "--scenario", "noisy-neighbor", "--duration", "7m", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestSimulateJSON(t *testing.T) {
 	if _, ok := m["recovery_s"].(float64); !ok {
 		t.Errorf("recovery_s = %v, want a number for noisy-neighbor", m["recovery_s"])
 	}
-	out, err = testutil.RunCLI(t.Context(), newRootCmd, "simulate", "--duration", "3m", "--json")
+	out, err = testkit.RunCLI(t.Context(), newRootCmd, "simulate", "--duration", "3m", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestSimulateDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	run := func(name string) (string, []byte) {
 		path := filepath.Join(dir, name)
-		out, err := testutil.RunCLI(t.Context(), newRootCmd, "simulate", "--scenario", "three-instances", "--mode", "cubic", "--duration", "6m", "--seed", "3", "--json", "--svg", path)
+		out, err := testkit.RunCLI(t.Context(), newRootCmd, "simulate", "--scenario", "three-instances", "--mode", "cubic", "--duration", "6m", "--seed", "3", "--json", "--svg", path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestSimulateDeterministic(t *testing.T) {
 }
 
 func TestSimulateTableAndCompare(t *testing.T) {
-	out, err := testutil.RunCLI(t.Context(), newRootCmd, "simulate", "--scenario", "no-limiter", "--duration", "2m")
+	out, err := testkit.RunCLI(t.Context(), newRootCmd, "simulate", "--scenario", "no-limiter", "--duration", "2m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestSimulateTableAndCompare(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	out, err = testutil.RunCLI(t.Context(), newRootCmd, "simulate", "--compare", "--scenario", "first-throttle", "--duration", "2m", "--quota", "1000", "--demand", "800")
+	out, err = testkit.RunCLI(t.Context(), newRootCmd, "simulate", "--compare", "--scenario", "first-throttle", "--duration", "2m", "--quota", "1000", "--demand", "800")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestSimulateFlagErrors(t *testing.T) {
 		{[]string{"--share", "fleet", "--share-delay", "-1s"}, "--share-delay"},
 		{[]string{"--svg", "/nonexistent/dir/x.svg", "--duration", "1m"}, "--svg"},
 	} {
-		_, err := testutil.RunCLI(t.Context(), newRootCmd, append([]string{"simulate"}, c.args...)...)
+		_, err := testkit.RunCLI(t.Context(), newRootCmd, append([]string{"simulate"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %s", c.args, err, c.want)
 		}

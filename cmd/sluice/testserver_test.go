@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/call"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sim"
 )
 
@@ -55,7 +55,7 @@ func TestTestserverFlags(t *testing.T) {
 			t.Errorf("%+v: error %v, want one naming %s", c.f, err, c.want)
 		}
 	}
-	if _, err := testutil.RunCLI(t.Context(), newRootCmd, "testserver", "--listen", "256.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "--listen") {
+	if _, err := testkit.RunCLI(t.Context(), newRootCmd, "testserver", "--listen", "256.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "--listen") {
 		t.Errorf("bad --listen: %v", err)
 	}
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluicehq/sluice/internal/run"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // testCA is a self-signed CA that signs a certificate for 127.0.0.1.
@@ -128,7 +128,7 @@ func TestRunTLSWithCAFile(t *testing.T) {
 	q := client(t, cfg)
 	enqueueJob(t, q, "over-tls", map[string]any{"headers": map[string]string{"X-Job": "over-tls"}})
 	r := startRun(t, cfg, nil)
-	testutil.Eventually(t, "the job over TLS", func() bool { return drained(t, q) })
+	testkit.Eventually(t, "the job over TLS", func() bool { return drained(t, q) })
 	r.stop(t)
 	if api.count("over-tls") != 1 {
 		t.Fatalf("target traffic: %v", api.hits)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // TestValidateRejectsWhatRunRejects runs a failure of each library's
@@ -58,7 +58,7 @@ func TestValidateRejectsWhatRunRejects(t *testing.T) {
 			if err := os.WriteFile(file, []byte(tc.yaml), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			out, err := testutil.RunCLI(t.Context(), newRootCmd, "config", "validate", "-c", file)
+			out, err := testkit.RunCLI(t.Context(), newRootCmd, "config", "validate", "-c", file)
 			var ee *cli.ExitError
 			if !errors.As(err, &ee) || ee.Code != 2 {
 				t.Fatalf("config validate: %v, want exit status 2; output:\n%s", err, out)
@@ -71,7 +71,7 @@ func TestValidateRejectsWhatRunRejects(t *testing.T) {
 			if !strings.Contains(tc.yaml, "kind: pubsub") {
 				args = append(args, "--data-dir", store, "--nats-port", "-1")
 			}
-			_, err = testutil.RunCLI(t.Context(), newRootCmd, args...)
+			_, err = testkit.RunCLI(t.Context(), newRootCmd, args...)
 			if !errors.As(err, &ee) || ee.Code != 2 {
 				t.Fatalf("run: %v, want exit status 2", err)
 			}

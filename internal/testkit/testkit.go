@@ -1,7 +1,7 @@
-// Package testutil holds the helpers that tests of several packages share:
+// Package testkit holds the helpers that tests of several packages share:
 // polling for an event of the real network, an embedded JetStream server,
 // and the in-process command-line runner.
-package testutil
+package testkit
 
 import (
 	"bytes"
@@ -22,9 +22,23 @@ import (
 // networks; code under a fake clock is tested in testing/synctest instead.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	EventuallyState(t, what, func() (bool, string) { return cond(), "" })
+}
+
+// EventuallyState is Eventually for a condition that also describes the
+// state it saw: the failure shows the last one.
+func EventuallyState(t testing.TB, what string, cond func() (bool, string)) {
+	t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for !cond() {
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
 		if time.Now().After(deadline) {
+			if state != "" {
+				t.Fatalf("timed out waiting for %s; last: %s", what, state)
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
