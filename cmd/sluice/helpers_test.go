@@ -4,14 +4,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
-
-	"github.com/sluicehq/sluice/internal/config"
 )
-
-// parseEnv parses a config file with lookup as the environment.
-func parseEnv(data []byte, lookup func(string) (string, bool)) (config.Config, error) {
-	return config.Parse(data, config.Options{Lookup: lookup})
-}
 
 // get GETs url and returns the status and the body.
 func get(t *testing.T, url string) (int, string) {
