@@ -78,11 +78,11 @@ log:
 
 	// /healthz answers at once; /readyz goes ready once the queue is
 	// connected and the target resolves.
-	if code, _ := get(t, base+"/healthz"); code != 200 {
+	if code, _ := testkit.Get(t, base+"/healthz"); code != 200 {
 		t.Errorf("/healthz: %d", code)
 	}
 	testkit.EventuallyState(t, "/readyz to answer 200", func() (bool, string) {
-		code, body := get(t, base+"/readyz")
+		code, body := testkit.Get(t, base+"/readyz")
 		return code == 200, fmt.Sprintf("%d %s", code, body)
 	})
 	enqueueScrapeJobs(t, nurl)
@@ -105,7 +105,7 @@ log:
 	if n := target.badAuth.Load(); n > 0 {
 		t.Errorf("%d requests without the configured Authorization header", n)
 	}
-	_, raw := get(t, base+"/metrics")
+	_, raw := testkit.Get(t, base+"/metrics")
 	if strings.Contains(raw, token) {
 		t.Error("the token appears in /metrics")
 	}
@@ -346,7 +346,7 @@ func (r *loggedRun) stop() {
 
 func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
 	t.Helper()
-	code, body := get(t, base+"/metrics")
+	code, body := testkit.Get(t, base+"/metrics")
 	if code != 200 {
 		t.Fatalf("/metrics: %d", code)
 	}

@@ -26,7 +26,7 @@ func TestSimulateServe(t *testing.T) {
 	var out strings.Builder
 	go func() { done <- serveSimulatorOn(ctx, ln, web.DefaultSimConfig(), &out) }()
 	base := "http://" + ln.Addr().String()
-	code, body := get(t, base+"/")
+	code, body := testkit.Get(t, base+"/")
 	if code != 200 || !strings.Contains(body, "see it run") {
 		t.Fatalf("GET /: %d", code)
 	}

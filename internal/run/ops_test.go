@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
 )
@@ -210,20 +209,6 @@ func (statsOnlySource) Publish(ctx context.Context, m sources.Outgoing) error {
 }
 func (statsOnlySource) Close() error { return nil }
 
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
-}
-
 func TestOpsHandler(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	probe := prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_test_probe_total", Help: "Test."})
@@ -247,34 +232,34 @@ func TestOpsHandler(t *testing.T) {
 		srv := httptest.NewServer(opsHandler(opsConfig{Metrics: config.Metrics{Listen: "127.0.0.1:0", Pprof: pprofOn}}, reg, ready, nil))
 		notReady.Store(&srcErr)
 
-		code, body := get(t, srv.URL+"/metrics")
+		code, body := testkit.Get(t, srv.URL+"/metrics")
 		if code != 200 || !strings.Contains(body, "sluice_test_probe_total 3") {
 			t.Errorf("/metrics: %d %q", code, body)
 		}
-		if code, body = get(t, srv.URL+"/healthz"); code != 200 || body != "ok\n" {
+		if code, body = testkit.Get(t, srv.URL+"/healthz"); code != 200 || body != "ok\n" {
 			t.Errorf("/healthz: %d %q", code, body)
 		}
-		if code, body = get(t, srv.URL+"/readyz"); code != 503 || body != "not ready: source not connected\n" {
+		if code, body = testkit.Get(t, srv.URL+"/readyz"); code != 503 || body != "not ready: source not connected\n" {
 			t.Errorf("/readyz before ready: %d %q", code, body)
 		}
 		notReady.Store(nil)
-		if code, body = get(t, srv.URL+"/readyz"); code != 200 || body != "ok\n" {
+		if code, body = testkit.Get(t, srv.URL+"/readyz"); code != 200 || body != "ok\n" {
 			t.Errorf("/readyz when ready: %d %q", code, body)
 		}
-		code, body = get(t, srv.URL+"/debug/pprof/")
+		code, body = testkit.Get(t, srv.URL+"/debug/pprof/")
 		if pprofOn && (code != 200 || !strings.Contains(body, "goroutine")) {
 			t.Errorf("pprof on: /debug/pprof/: %d", code)
 		}
 		if !pprofOn && code != 404 {
 			t.Errorf("pprof off: /debug/pprof/: %d, want 404", code)
 		}
-		if code, _ = get(t, srv.URL+"/debug/pprof/cmdline"); pprofOn != (code == 200) {
+		if code, _ = testkit.Get(t, srv.URL+"/debug/pprof/cmdline"); pprofOn != (code == 200) {
 			t.Errorf("pprof %v: /debug/pprof/cmdline: %d", pprofOn, code)
 		}
-		if code, body = get(t, srv.URL+"/"); code != 200 || !strings.Contains(body, "/readyz") {
+		if code, body = testkit.Get(t, srv.URL+"/"); code != 200 || !strings.Contains(body, "/readyz") {
 			t.Errorf("/: %d %q", code, body)
 		}
-		if code, _ = get(t, srv.URL+"/nope"); code != 404 {
+		if code, _ = testkit.Get(t, srv.URL+"/nope"); code != 404 {
 			t.Errorf("/nope: %d, want 404", code)
 		}
 		srv.Close()
@@ -283,7 +268,7 @@ func TestOpsHandler(t *testing.T) {
 	// Without a readiness check, ready means alive.
 	srv := httptest.NewServer(opsHandler(opsConfig{Metrics: config.Default().Metrics}, reg, nil, nil))
 	defer srv.Close()
-	if code, _ := get(t, srv.URL+"/readyz"); code != 200 {
+	if code, _ := testkit.Get(t, srv.URL+"/readyz"); code != 200 {
 		t.Errorf("/readyz with no check: %d", code)
 	}
 }
@@ -332,7 +317,7 @@ func TestServeOpsLifecycle(t *testing.T) {
 	if host, _, _ := net.SplitHostPort(addr); host != "127.0.0.1" {
 		t.Errorf("bound %s, want 127.0.0.1", addr)
 	}
-	if code, _ := get(t, "http://"+addr+"/healthz"); code != 200 {
+	if code, _ := testkit.Get(t, "http://"+addr+"/healthz"); code != 200 {
 		t.Errorf("/healthz: %d", code)
 	}
 	if n := h.warns.Load(); n != 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/worker"
@@ -101,13 +102,13 @@ func TestRemovedStoreNotReady(t *testing.T) {
 		t.Fatal("no sluice_source_up")
 		return -1
 	}
-	if code, body := get(t, srv.URL+"/readyz"); code != 200 || up() != 1 {
+	if code, body := testkit.Get(t, srv.URL+"/readyz"); code != 200 || up() != 1 {
 		t.Fatalf("before: /readyz %d %q, sluice_source_up %v", code, body, up())
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	code, body := get(t, srv.URL+"/readyz")
+	code, body := testkit.Get(t, srv.URL+"/readyz")
 	if code != 503 || !strings.Contains(body, "embedded store") {
 		t.Errorf("with the store removed: /readyz %d %q, want 503 naming the store", code, body)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/web"
@@ -109,7 +110,7 @@ func TestOpsHandlerUI(t *testing.T) {
 	srv := httptest.NewServer(opsHandler(cfg, reg, nil, nil))
 	defer srv.Close()
 	for path, want := range map[string]string{"/ui/": "live worker", "/ui/static/chart.js": "TimeChart", "/": "/ui/"} {
-		code, body := get(t, srv.URL+path)
+		code, body := testkit.Get(t, srv.URL+path)
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("GET %s: %d, want 200 with %q", path, code, want)
 		}

@@ -6,6 +6,8 @@ package testkit
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -91,4 +93,20 @@ func DocumentedMetrics(t testing.TB, path string) map[string]bool {
 		t.Fatalf("%s documents only %d metrics", path, len(names))
 	}
 	return names
+}
+
+// Get GETs url and returns the status and the body; a failed request fails
+// the test.
+func Get(t testing.TB, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }
