@@ -273,7 +273,7 @@ func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
 	if c.cfg.Disabled {
 		return
 	}
-	c.restartAnswer(t, sentAt.Sub(c.start), units, o.Kind == call.Success || o.Kind == call.ClientError)
+	c.restartAnswer(t, sentAt.Sub(c.start), units, o.Kind == call.Success || o.Kind == call.ClientError, o.Kind == call.Throttle)
 	if units > 0 {
 		switch o.Kind {
 		case call.Throttle:

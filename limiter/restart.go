@@ -14,12 +14,16 @@ type restartState struct {
 	until    time.Duration // it ends by itself then (the end of the pause + max_pause)
 	window   float64       // units that may be in flight; 0 before the first grant
 	inflight float64       // units granted since from and not answered yet
+	// thresh is half the window at which a request of a restart was last
+	// throttled; above it the window grows by one request per round trip.
+	// It outlives the restart, until one ends by covering a round trip.
+	thresh float64
 }
 
 // startRestart starts a restart at the end of a pause.
 func (c *Core) startRestart(end time.Duration) {
 	if c.cfg.SlowStart {
-		c.restart = restartState{on: true, from: end, until: end + c.cfg.MaxPause}
+		c.restart = restartState{on: true, from: end, until: end + c.cfg.MaxPause, thresh: c.restart.thresh}
 	}
 }
 
@@ -50,20 +54,31 @@ func (c *Core) restartGrant(t time.Duration, u float64) {
 }
 
 // restartAnswer applies the outcome at t of a request of u units sent at
-// sent: a request sent during the restart leaves the flight, and a
-// success widens the window by its units. The restart ends once the window
+// sent: a request sent during the restart leaves the flight. A success
+// widens the window by its units below the threshold, and above it by u
+// per window's worth of units (one request per round trip); a throttle
+// sets the threshold to half the window. The restart ends once the window
 // holds what the rate grants in that request's round trip.
-func (c *Core) restartAnswer(t, sent time.Duration, u float64, ok bool) {
+func (c *Core) restartAnswer(t, sent time.Duration, u float64, ok, throttled bool) {
 	rs := &c.restart
 	if !rs.on || sent < rs.from || !(u > 0) {
 		return
 	}
 	rs.inflight = max(0, rs.inflight-u)
+	if throttled {
+		rs.thresh = max(rs.window/2, u)
+	}
 	if !ok {
 		return
 	}
-	rs.window += u
-	if rs.window >= c.adapt.Rate/60*(t-sent).Seconds() || t >= rs.until {
+	if rs.thresh == 0 || rs.window < rs.thresh {
+		rs.window += u
+	} else {
+		rs.window += u * u / rs.window
+	}
+	if rs.window >= c.adapt.Rate/60*(t-sent).Seconds() {
+		rs.on, rs.thresh = false, 0
+	} else if t >= rs.until {
 		rs.on = false
 	}
 }

@@ -111,3 +111,41 @@ func TestCoreRestartEndsWithoutAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A throttle during a restart halves the window into a threshold; the next
+// restart doubles only up to it, then grows by one request per round trip.
+func TestCoreRestartThreshold(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Burst, cfg.InitialUnitsPerMinute, cfg.MaxUnitsPerMinute = time.Second, 6000, 6000
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.restart = restartState{on: true, from: 0, until: time.Hour, window: 8, inflight: 8}
+	c.restartAnswer(time.Second, 900*time.Millisecond, 1, false, true)
+	if rs := c.restart; rs.thresh != 4 || rs.inflight != 7 || rs.window != 8 {
+		t.Fatalf("after a throttle: %+v, want threshold 4, 7 in flight", rs)
+	}
+	c.startRestart(2 * time.Second)
+	for i, want := range []float64{2, 3, 4, 4 + 1.0/4} { // window 1 after the first grant
+		if i == 0 {
+			c.restartGrant(2*time.Second, 1)
+		}
+		c.restartGrant(2*time.Second, 1)
+		c.restartAnswer(2*time.Second+time.Second, 2*time.Second, 1, true, false)
+		if got := c.restart.window; got != want {
+			t.Fatalf("success %d: window %v, want %v", i+1, got, want)
+		}
+	}
+	if !c.restart.on || c.restart.thresh != 4 {
+		t.Fatalf("restart %+v, want it on with the threshold kept", c.restart)
+	}
+	// A success whose round trip the window covers ends it and clears the
+	// threshold: 100 units/s × 0.05 s = 5 ≤ 5.
+	c.restart.window = 4.9
+	c.restartGrant(4*time.Second, 1)
+	c.restartAnswer(4*time.Second+50*time.Millisecond, 4*time.Second, 1, true, false)
+	if c.restart.on || c.restart.thresh != 0 {
+		t.Fatalf("restart %+v, want it ended with no threshold", c.restart)
+	}
+}
