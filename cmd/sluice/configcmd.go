@@ -25,15 +25,33 @@ func newConfigCmd() *cobra.Command {
 }
 
 func newConfigExampleCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "example",
+	var source string
+	cmd := &cobra.Command{
+		Use:   "example [--source jetstream|pubsub]",
 		Short: "Print an example config file with every option and its default",
-		Args:  cobra.NoArgs,
+		Long: `example prints a config file with every option, commented, and its default.
+With --source pubsub the source is Google Cloud Pub/Sub (project
+${GOOGLE_CLOUD_PROJECT:-my-project}, setup on) and the dead letters go to a
+Pub/Sub topic, kept by a subscription made with it.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := cmd.OutOrStdout().Write(exampleConfig())
+			data := exampleConfig()
+			switch source {
+			case config.SourceJetStream:
+			case config.SourcePubSub:
+				var err error
+				if data, err = config.PubSubExample(data); err != nil {
+					return err
+				}
+			default:
+				return cli.UsageError(fmt.Errorf("config example: --source must be %q or %q, got %q", config.SourceJetStream, config.SourcePubSub, source))
+			}
+			_, err := cmd.OutOrStdout().Write(data)
 			return err
 		},
 	}
+	cmd.Flags().StringVar(&source, "source", config.SourceJetStream, "the source of the example: jetstream or pubsub")
+	return cmd
 }
 
 func newConfigValidateCmd() *cobra.Command {

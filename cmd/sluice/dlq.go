@@ -29,15 +29,17 @@ func newDLQReplayCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay [-c FILE] [--type T] [--reason R] [--status N] [--dry-run]",
 		Short: "Enqueue dead letters again",
-		Long: `replay reads the dead letters (dead_letters.kind nats or jsonl), and enqueues
-again the original job of each one that matches every filter given: --type,
---reason (client_error, max_deliveries, bad_json, bad_path, ...) and
+		Long: `replay reads the dead letters (dead_letters.kind nats, pubsub or jsonl), and
+enqueues again the original job of each one that matches every filter given:
+--type, --reason (client_error, max_deliveries, bad_json, bad_path, ...) and
 --status (the last HTTP status). With --dry-run it only lists them.
 
-A replayed record is removed from a NATS dead-letter stream (unless --keep),
-so that running replay twice does not enqueue a job twice; a JSONL file is
-never changed. Records of oversized envelopes hold only the first bytes of
-the payload and are skipped.`,
+A replayed record is removed from a NATS dead-letter stream, or acknowledged
+on the Pub/Sub subscription that keeps the dead-letter topic's records
+(dead_letters.subscription, default <topic>-records), unless --keep, so that
+running replay twice does not enqueue a job twice; records not replayed stay.
+A JSONL file is never changed. Records of oversized envelopes hold only the
+first bytes of the payload and are skipped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := commandConfig(file)
@@ -68,7 +70,7 @@ the payload and are skipped.`,
 	fl.StringVar(&o.Filter.Reason, "reason", "", "only dead letters with this reason")
 	fl.IntVar(&o.Filter.Status, "status", 0, "only dead letters whose last HTTP status is this")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "list what would be replayed, change nothing")
-	fl.BoolVar(&o.Keep, "keep", false, "keep replayed records in the NATS dead-letter stream")
+	fl.BoolVar(&o.Keep, "keep", false, "keep replayed records in the NATS dead-letter stream or the Pub/Sub subscription")
 	return cmd
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/sluicehq/sluice/field"
 	"github.com/sluicehq/sluice/sinks/jsonl"
 	"github.com/sluicehq/sluice/sinks/natsout"
-	"github.com/sluicehq/sluice/sinks/pubsubout"
 )
 
 // Check runs every rule on c: each library's Validate on the config
@@ -152,7 +151,7 @@ func (o Output) check(section string) error {
 		}
 		return natsout.Config{Subject: o.Subject}.Validate()
 	case OutputPubSub:
-		return pubsubout.Config{Topic: o.Topic}.Validate()
+		return o.PubSub(false).Validate()
 	case OutputJSONL:
 		return jsonl.Config{Path: o.Path}.Validate()
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sinks/httpapi"
+	"github.com/sluicehq/sluice/sinks/pubsubout"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -134,22 +135,33 @@ type Output struct {
 	Kind    string `yaml:"kind"`
 	Subject string `yaml:"subject"` // nats
 	Topic   string `yaml:"topic"`   // pubsub
-	Path    string `yaml:"path"`    // jsonl
+	// Subscription keeps a pubsub output's records (Pub/Sub drops what
+	// a topic with no subscription receives); source.pubsub.setup creates
+	// it with the topic. Default "<topic id>-records".
+	Subscription string `yaml:"subscription"`
+	Path         string `yaml:"path"` // jsonl
+}
+
+// PubSub is the library config of a pubsub output; setup creates its
+// topic and subscription.
+func (o Output) PubSub(setup bool) pubsubout.Config {
+	return pubsubout.Config{Topic: o.Topic, Subscription: o.Subscription, CreateTopic: setup}
 }
 
 // Results is the `results:` section.
 type Results struct {
-	Kind    string `yaml:"kind"`
-	Subject string `yaml:"subject"`
-	Topic   string `yaml:"topic"`
-	Path    string `yaml:"path"`
+	Kind         string `yaml:"kind"`
+	Subject      string `yaml:"subject"`
+	Topic        string `yaml:"topic"`
+	Subscription string `yaml:"subscription"`
+	Path         string `yaml:"path"`
 	// Headers are the response headers kept in a result record.
 	Headers []string `yaml:"headers"`
 }
 
 // Output is where the results go.
 func (r Results) Output() Output {
-	return Output{Kind: r.Kind, Subject: r.Subject, Topic: r.Topic, Path: r.Path}
+	return Output{Kind: r.Kind, Subject: r.Subject, Topic: r.Topic, Subscription: r.Subscription, Path: r.Path}
 }
 
 // Log formats accepted in log.format and --log-format.

@@ -1,6 +1,6 @@
 // Package dlq reads dead letters back from where a run wrote them
-// (dead_letters.kind nats or jsonl) and enqueues their original jobs again:
-// `sluice dlq replay`.
+// (dead_letters.kind nats, pubsub or jsonl) and enqueues their original
+// jobs again: `sluice dlq replay`.
 package dlq
 
 import (
@@ -63,8 +63,9 @@ type Counts struct{ Seen, Matched, Replayed, Skipped int }
 // Replayer replays the dead letters of one config: it holds the queue the
 // jobs go back to and the store the records come from.
 type Replayer struct {
-	src   sources.Source
-	store store
+	src     sources.Source
+	store   store
+	closers []func() error // the store's, before the queue is closed
 }
 
 // Open opens the queue and the dead-letter store that cfg names.
@@ -84,8 +85,11 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Replayer, 
 		}
 		return &Replayer{src: js, store: st}, nil
 	}
+	if cfg.DeadLetters.Kind == config.OutputPubSub {
+		return openPubSub(ctx, cfg, log)
+	}
 	if cfg.DeadLetters.Kind != config.OutputJSONL {
-		return nil, fmt.Errorf("dlq replay: dead_letters.kind %q cannot be read back; replay supports nats and jsonl", cfg.DeadLetters.Kind)
+		return nil, fmt.Errorf("dlq replay: dead_letters.kind %q cannot be read back; replay supports nats, pubsub and jsonl", cfg.DeadLetters.Kind)
 	}
 	src, err := run.OpenSource(ctx, cfg.Source, log)
 	if err != nil {
@@ -94,8 +98,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Replayer, 
 	return &Replayer{src: src, store: jsonlDeadLetters{path: cfg.DeadLetters.Path}}, nil
 }
 
-// Close closes the queue.
-func (r *Replayer) Close() error { return r.src.Close() }
+// Close hands back the records it read and did not remove (Pub/Sub), and
+// closes the store and the queue.
+func (r *Replayer) Close() error {
+	var errs []error
+	for _, c := range r.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(append(errs, r.src.Close())...)
+}
 
 // natsStore is the dead-letter stream of the JetStream source js.
 func natsStore(ctx context.Context, cfg config.Config, js *natsjs.Source) (store, error) {

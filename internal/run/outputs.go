@@ -76,9 +76,10 @@ func openOutput(ctx context.Context, section string, o config.Output, sc config.
 	}
 }
 
-// openPubSubOutput opens a Pub/Sub output on a client of its own, with the
-// source's project and credentials.
-func openPubSubOutput(ctx context.Context, section string, o config.Output, sc config.Source) (sinks.Output, error) {
+// PubSubClient opens a Pub/Sub client for the output section, with the
+// source's project and credentials (the emulator's when
+// PUBSUB_EMULATOR_HOST is set).
+func PubSubClient(ctx context.Context, section string, sc config.Source) (*pubsub.Client, error) {
 	if sc.Kind != config.SourcePubSub {
 		return nil, fmt.Errorf("%s.kind: %q needs source.kind %q (for the project and credentials)", section, config.OutputPubSub, config.SourcePubSub)
 	}
@@ -90,7 +91,18 @@ func openPubSubOutput(ctx context.Context, section string, o config.Output, sc c
 	if err != nil {
 		return nil, fmt.Errorf("%s: pubsub client: %w", section, err)
 	}
-	out, err := pubsubout.New(ctx, client, pubsubout.Config{Topic: o.Topic, CreateTopic: sc.PubSub.Setup})
+	return client, nil
+}
+
+// openPubSubOutput opens a Pub/Sub output on a client of its own; with
+// source.pubsub.setup it creates the topic and the subscription that keeps
+// the records.
+func openPubSubOutput(ctx context.Context, section string, o config.Output, sc config.Source) (sinks.Output, error) {
+	client, err := PubSubClient(ctx, section, sc)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pubsubout.New(ctx, client, o.PubSub(sc.PubSub.Setup))
 	if err != nil {
 		client.Close()
 		return nil, fmt.Errorf("%s: %w", section, err)

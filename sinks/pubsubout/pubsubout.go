@@ -3,6 +3,12 @@
 // it a message id. Pub/Sub does not deduplicate on publish: a record
 // published twice is delivered twice, and consumers deduplicate by the key,
 // which each message carries in the KeyAttribute attribute.
+//
+// Pub/Sub keeps a message only for the subscriptions its topic has when it
+// is published: a record published to a topic with none is dropped. So
+// New, when it creates the topic, creates a subscription with it (by
+// default "<topic id>-records"), and a Reader reads the records back from
+// that subscription (`sluice dlq replay`).
 package pubsubout
 
 import (
@@ -32,8 +38,33 @@ type Config struct {
 	// Topic is a full name ("projects/p/topics/t") or an id in the
 	// client's project. Required.
 	Topic string
-	// CreateTopic makes New create the topic when it does not exist.
+	// CreateTopic makes New create the topic when it does not exist, and
+	// the subscription that keeps the records when that does not exist.
 	CreateTopic bool
+	// Subscription keeps the records: a full name
+	// ("projects/p/subscriptions/s") or an id in the topic's project.
+	// Default: the topic's id followed by SubscriptionSuffix.
+	Subscription string
+}
+
+// SubscriptionSuffix makes the default subscription's id from the topic's.
+const SubscriptionSuffix = "-records"
+
+// SubscriptionName returns the full name of the subscription that keeps
+// the records of a valid cfg, for a client of project.
+func (c Config) SubscriptionName(project string) string {
+	topic := c.Topic
+	if parts := strings.Split(topic, "/"); len(parts) == 4 {
+		project, topic = parts[1], parts[3]
+	}
+	sub := c.Subscription
+	if sub == "" {
+		sub = topic + SubscriptionSuffix
+	}
+	if strings.Contains(sub, "/") {
+		return sub
+	}
+	return "projects/" + project + "/subscriptions/" + sub
 }
 
 // Validate reports a missing or malformed topic.
@@ -49,6 +80,15 @@ func (c Config) Validate() error {
 	case strings.ContainsAny(c.Topic, " \t\r\n"):
 		return field.Invalid("topic", "must not contain spaces, got %q", c.Topic)
 	}
+	switch s := c.Subscription; {
+	case strings.Contains(s, "/"):
+		parts := strings.Split(s, "/")
+		if len(parts) != 4 || parts[0] != "projects" || parts[1] == "" || parts[2] != "subscriptions" || parts[3] == "" {
+			return field.Invalid("subscription", "must be an id or projects/PROJECT/subscriptions/ID, got %q", s)
+		}
+	case strings.ContainsAny(s, " \t\r\n"):
+		return field.Invalid("subscription", "must not contain spaces, got %q", s)
+	}
 	return nil
 }
 
@@ -62,8 +102,10 @@ type Output struct {
 
 var _ sinks.Output = (*Output)(nil)
 
-// New validates cfg and, with CreateTopic, creates the topic if it is
-// missing. The client stays the caller's.
+// New validates cfg and, with CreateTopic, creates the topic and the
+// subscription that keeps its records if they are missing (an existing
+// subscription attached to another topic is an error). The client stays
+// the caller's.
 func New(ctx context.Context, client *pubsub.Client, cfg Config) (*Output, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("pubsubout: %w", err)
@@ -74,8 +116,32 @@ func New(ctx context.Context, client *pubsub.Client, cfg Config) (*Output, error
 		if err != nil && status.Code(err) != codes.AlreadyExists {
 			return nil, fmt.Errorf("pubsubout: create topic %s: %w", pub, err)
 		}
+		if err := keep(ctx, client, pub.String(), cfg.SubscriptionName(client.Project())); err != nil {
+			return nil, err
+		}
 	}
 	return &Output{pub: pub}, nil
+}
+
+// keep creates the subscription sub on topic, unless it exists attached to
+// it.
+func keep(ctx context.Context, client *pubsub.Client, topic, sub string) error {
+	_, err := client.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{Name: sub, Topic: topic})
+	switch status.Code(err) {
+	case codes.OK:
+		return nil
+	case codes.AlreadyExists:
+	default:
+		return fmt.Errorf("pubsubout: create subscription %s: %w", sub, err)
+	}
+	got, err := client.SubscriptionAdminClient.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: sub})
+	if err != nil {
+		return fmt.Errorf("pubsubout: get subscription %s: %w", sub, err)
+	}
+	if got.GetTopic() != topic {
+		return fmt.Errorf("pubsubout: subscription %s exists on topic %s, not on %s: its records would not be kept there", sub, got.GetTopic(), topic)
+	}
+	return nil
 }
 
 // Publish publishes data with the key as an attribute and returns once the
