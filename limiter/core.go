@@ -120,6 +120,11 @@ type Core struct {
 	up    raiseLog   // the last raise of slow start (slowstart.go)
 
 	restart restartState // the restart after a pause (restart.go)
+
+	// A Retry-After beyond max_pause pauses again only from overcapNext
+	// on, once one has (overcapSeen); see pauseEnd.
+	overcapSeen bool
+	overcapNext time.Duration
 }
 
 type waiter struct {
@@ -295,10 +300,30 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	} else if a, hold := c.endSlowStart(t, sent, retryAfter); c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), a, hold) {
 		c.setRate(c.adapt.Rate)
 	}
-	if until, ok := c.cfg.PauseEnd(c.at(t), retryAfter); ok {
-		c.pause(until.Sub(c.start))
+	if until, ok := c.pauseEnd(t, retryAfter); ok {
+		c.pause(until)
 		c.fleetPause = false
 	}
+}
+
+// pauseEnd returns the end of the pause that a throttle at t with a
+// Retry-After of retryAfter orders, or false for none. A Retry-After beyond
+// max_pause (which the limiter cannot honour, and a hostile or broken
+// target sends on every throttle) pauses for max_pause at most once per
+// 2 × max_pause: until max_pause after the end of the pause the last one
+// ordered, another neither pauses nor extends a pause.
+func (c *Core) pauseEnd(t, retryAfter time.Duration) (time.Duration, bool) {
+	until, ok := c.cfg.PauseEnd(c.at(t), retryAfter)
+	if !ok {
+		return 0, false
+	}
+	if retryAfter > c.cfg.MaxPause {
+		if c.overcapSeen && t < c.overcapNext {
+			return 0, false
+		}
+		c.overcapSeen, c.overcapNext = true, t+2*c.cfg.MaxPause
+	}
+	return until.Sub(c.start), true
 }
 
 // pause pauses until the offset until, extending a pause already running.

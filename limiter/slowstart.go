@@ -60,7 +60,10 @@ func (c *Core) Accepted(now, sent time.Time, retryAfter time.Duration) (float64,
 
 // accepted is the larger of two rates the API accepted: the units of the
 // successes observed in the last w whole seconds (w = 60, or fewer since
-// the start), spread over those w seconds and the wait; and, when the
+// the start), spread over those w seconds and the wait (the Retry-After
+// capped at max_pause, the longest pause the limiter takes: an absurd
+// Retry-After must not read as an API that accepts nothing, nor hold cuts
+// back for a day); and, when the
 // throttled request left within one slow-start interval of the last raise
 // (that raise overshot), the rate before that raise, which the API took
 // for a whole interval.
@@ -69,7 +72,7 @@ func (c *Core) accepted(t, sent, retryAfter time.Duration) (float64, time.Durati
 		return 0, 0
 	}
 	w := min(int64(t/time.Second)+1, acceptWindow)
-	span := time.Duration(w)*time.Second + retryAfter
+	span := time.Duration(w)*time.Second + min(retryAfter, c.cfg.MaxPause)
 	a := c.acc.sum(t, w) * 60 / span.Seconds()
 	if u := c.up; u.set && sent >= u.at && sent-u.at < slowStartInterval {
 		a = math.Max(a, u.from)

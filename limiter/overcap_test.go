@@ -1,0 +1,80 @@
+package limiter
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/call"
+)
+
+// A Retry-After beyond max_pause pauses for max_pause at most once per
+// 2 × max_pause; one within max_pause is honoured as always (#15).
+func TestOvercapRetryAfterPausesOncePerWindow(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SlowStart = false
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: 24 * time.Hour}
+	for i, st := range []struct {
+		at    time.Duration
+		ra    time.Duration // 0: the huge one
+		until time.Duration // -1: not paused
+	}{
+		{0, 0, 30 * time.Second},
+		// During the pause: no extension.
+		{10 * time.Second, 0, 30 * time.Second},
+		// After it, within max_pause of its end: no pause.
+		{40 * time.Second, 0, -1},
+		// A Retry-After within max_pause is honoured meanwhile.
+		{45 * time.Second, 10 * time.Second, 55 * time.Second},
+		{50 * time.Second, 0, 55 * time.Second},
+		// 2 × max_pause after the first: it pauses again.
+		{60 * time.Second, 0, 90 * time.Second},
+		{70 * time.Second, 0, 90 * time.Second},
+	} {
+		now := t0.Add(st.at)
+		o := huge
+		if st.ra > 0 {
+			o.RetryAfter = st.ra
+		}
+		c.Observe(now, now.Add(-10*time.Millisecond), 1, o)
+		until, paused := c.PausedUntil()
+		switch {
+		case st.until < 0 && paused:
+			t.Fatalf("step %d (t0+%v): paused until t0+%v, want no pause", i, st.at, until.Sub(t0))
+		case st.until >= 0 && (!paused || !until.Equal(t0.Add(st.until))):
+			t.Fatalf("step %d (t0+%v): paused %v until t0+%v, want until t0+%v", i, st.at, paused, until.Sub(t0), st.until)
+		}
+	}
+}
+
+// Slow start's fallback spreads what the API accepted over the pause it
+// takes, not over a Retry-After of a day: the rate does not fall to the
+// minimum, and cuts are held back for w + max_pause, not a day (#15).
+func TestFallbackCapsRetryAfter(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.InitialUnitsPerMinute, cfg.MaxUnitsPerMinute = 6000, 6000
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 20 s of successes, 50 units a second: 3000 units/min accepted.
+	for ms := 0; ms < 20_000; ms += 20 {
+		now := t0.Add(time.Duration(ms) * time.Millisecond)
+		c.Observe(now, now.Add(-5*time.Millisecond), 1, call.Outcome{Kind: call.Success, Status: 200})
+	}
+	at := t0.Add(20*time.Second + 500*time.Millisecond)
+	c.Observe(at, at.Add(-5*time.Millisecond), 1, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: 24 * time.Hour})
+	// w = 21 s, the wait max_pause = 30 s: A = 1000 units × 60 / 51 s.
+	want := 1000.0 * 60 / 51
+	if r := c.Rate(); r < want*0.99 || r > want*1.01 {
+		t.Errorf("rate after the throttle %.1f, want %.1f (A over w + max_pause)", r, want)
+	}
+	if hold := c.Adapt().HoldUntil.Sub(at); hold != 51*time.Second {
+		t.Errorf("hold %v, want 51s (w + max_pause)", hold)
+	}
+}
