@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // `config example --source pubsub` prints a config that `config validate`
@@ -14,7 +14,7 @@ import (
 // default example; an unknown source is a usage error (#15).
 func TestConfigExampleValidates(t *testing.T) {
 	for _, source := range []string{"jetstream", "pubsub"} {
-		out, err := testutil.RunCLI(t.Context(), newRootCmd, "config", "example", "--source", source)
+		out, err := testkit.RunCLI(t.Context(), newRootCmd, "config", "example", "--source", source)
 		if err != nil {
 			t.Fatalf("--source %s: %v", source, err)
 		}
@@ -25,12 +25,12 @@ func TestConfigExampleValidates(t *testing.T) {
 		if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := testutil.RunCLI(t.Context(), newRootCmd, "config", "validate", path)
+		got, err := testkit.RunCLI(t.Context(), newRootCmd, "config", "validate", path)
 		if err != nil || strings.TrimSpace(got) != "OK" {
 			t.Errorf("validate the %s example: %v\n%s", source, err, got)
 		}
 	}
-	if _, err := testutil.RunCLI(t.Context(), newRootCmd, "config", "example", "--source", "kafka"); err == nil || !strings.Contains(err.Error(), `--source must be "jetstream" or "pubsub", got "kafka"`) {
+	if _, err := testkit.RunCLI(t.Context(), newRootCmd, "config", "example", "--source", "kafka"); err == nil || !strings.Contains(err.Error(), `--source must be "jetstream" or "pubsub", got "kafka"`) {
 		t.Errorf("--source kafka: %v", err)
 	}
 }
