@@ -92,6 +92,11 @@ type Config struct {
 	BodyExcerptBytes int
 	// Jobs says how messages are decoded.
 	Jobs JobsConfig
+	// ExitWhenEmpty makes Run return once a receive finds nothing, the
+	// worker holds no job and, when the source can report its state, the
+	// queue holds none (none waiting, none delivered and unsettled): for
+	// batch runs (`sluice run --exit-when-empty`).
+	ExitWhenEmpty bool
 }
 
 func (c Config) withDefaults() Config {

@@ -98,7 +98,7 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
-// lines returns the logged lines whose msg is msg.
+// lines returns the logged lines whose msg is msg ("": every line).
 func (l *lockedBuffer) lines(t *testing.T, msg string) []map[string]any {
 	t.Helper()
 	l.mu.Lock()
@@ -110,7 +110,7 @@ func (l *lockedBuffer) lines(t *testing.T, msg string) []map[string]any {
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("log line %s: %v", sc.Bytes(), err)
 		}
-		if m["msg"] == msg {
+		if msg == "" || m["msg"] == msg {
 			out = append(out, m)
 		}
 	}

@@ -91,6 +91,7 @@ type Worker struct {
 	metrics *Metrics
 	stats   counters
 	health  targetHealth
+	drain   drain // used by Run's goroutine only
 
 	// jitter returns a random number in [0, 1]; replaced in tests.
 	jitter func() float64
@@ -129,9 +130,14 @@ func (w *Worker) Config() Config { return w.cfg }
 // Run pulls and handles jobs until ctx is done, then shuts down: it stops
 // pulling, lets requests already sent finish for up to ShutdownTimeout,
 // naks with no delay the jobs still waiting (for units or in backoff), and
-// returns nil once every job it held is settled. It returns an error only
-// if the worker cannot run at all.
+// returns nil once every job it held is settled. With ExitWhenEmpty it
+// also returns nil once a receive finds nothing and the queue is empty
+// with nothing in flight (see empty). It logs "drained N jobs in T" when
+// it first sees the queue empty after a drain, and a summary line when it
+// returns. It returns an error only if the worker cannot run at all.
 func (w *Worker) Run(ctx context.Context) error {
+	start := time.Now()
+	defer func() { w.summary(start, time.Now()) }() // after every job is settled
 	// Requests in flight outlive ctx by ShutdownTimeout.
 	reqCtx, cancelReqs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelReqs()
@@ -184,6 +190,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.stats.received.Add(int64(len(msgs)))
 		for range room - min(room, len(msgs)) {
 			<-slots
+		}
+		if len(msgs) > 0 {
+			w.received(time.Now())
+		} else if err == nil && ctx.Err() == nil && w.empty(ctx, time.Now()) && w.cfg.ExitWhenEmpty {
+			w.log.Info("queue empty and nothing in flight; exiting (exit when empty)")
+			return nil
 		}
 		if len(msgs) > room {
 			// The source broke its contract: hand the extra messages back.

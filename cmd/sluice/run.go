@@ -33,6 +33,7 @@ type runFlags struct {
 	ui            bool // the live page on metrics.listen (ui.go)
 	uiListen      string
 	metricsListen string
+	exitWhenEmpty bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -51,7 +52,10 @@ command line replace the file's values.
 SIGINT or SIGTERM stops pulling, lets requests already sent finish for up to
 worker.shutdown_timeout, and hands the waiting jobs back to the queue. A
 second signal exits at once (unsettled jobs are redelivered after their ack
-wait).`,
+wait).
+
+With --exit-when-empty it also exits, with status 0, once the queue is empty
+and nothing is in flight (for batch jobs and Kubernetes Jobs).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := runConfig(cmd, f)
@@ -83,7 +87,8 @@ wait).`,
 					}
 				}
 			})
-			err = run.Worker(ctx, cfg, run.Options{Log: log, UI: f.ui, UIListen: f.uiListen, Version: currentVersion()})
+			err = run.Worker(ctx, cfg, run.Options{Log: log, UI: f.ui, UIListen: f.uiListen, Version: currentVersion(),
+				ExitWhenEmpty: f.exitWhenEmpty})
 			close(finished)
 			announced.Wait()
 			return err
@@ -104,6 +109,7 @@ wait).`,
 	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn or error (log.level)")
 	fl.BoolVar(&f.ui, "ui", false, "serve a live page of this worker at /ui/ on metrics.listen (docs/ui.md)")
 	fl.StringVar(&f.uiListen, "ui-listen", "", "serve the live page at /ui/ on this address instead of metrics.listen, e.g. 127.0.0.1:0 (implies --ui)")
+	fl.BoolVar(&f.exitWhenEmpty, "exit-when-empty", false, "exit with status 0 once the queue is empty and nothing is in flight")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "", `address of /metrics, /healthz and /readyz (metrics.listen); "127.0.0.1:0" for a free port, "off" for none`)
 	return cmd
 }

@@ -42,6 +42,10 @@ type Options struct {
 	// Started, when set, is called once the worker is wired, before it
 	// runs, with a Probe that reads its state.
 	Started func(Probe)
+	// ExitWhenEmpty ends the run, with no error, once the queue is empty
+	// and nothing is in flight (`run --exit-when-empty`,
+	// worker.Config.ExitWhenEmpty).
+	ExitWhenEmpty bool
 }
 
 // Probe reads a running worker's state, for the demo and the live page.
@@ -144,6 +148,9 @@ func serve(ctx context.Context, cfg config.Config, o Options, r running) error {
 	}
 	ops := opsConfig{Metrics: cfg.Metrics, ui: o.UI, uiListen: o.UIListen, version: o.Version}
 	ops = withUI(ops, Probe{lim: r.lim, w: r.w}, r.src, r.share, r.w.Config().ID)
+	// The worker may end first (ExitWhenEmpty): the rest stops with it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.runShare(gctx) })
 	g.Go(func() error {
@@ -159,6 +166,7 @@ func serve(ctx context.Context, cfg config.Config, o Options, r running) error {
 	g.Go(func() error {
 		err := r.w.Run(gctx)
 		log.Info("worker stopped")
+		cancel()
 		return err
 	})
 	return g.Wait()
@@ -211,7 +219,9 @@ func newWorker(ctx context.Context, cfg config.Config, deps worker.Deps, o Optio
 	if aw, ok := deps.Source.(sources.AckWaiter); ok {
 		ackWait = aw.AckWait()
 	}
-	w, err := worker.New(cfg.WorkerConfig(ackWait), deps)
+	wcfg := cfg.WorkerConfig(ackWait)
+	wcfg.ExitWhenEmpty = o.ExitWhenEmpty
+	w, err := worker.New(wcfg, deps)
 	if err != nil {
 		stop()
 		return nil, nil, err
