@@ -45,8 +45,9 @@ func Scenarios() []Scenario {
 
 // NamedScenarios run only when named with -scenario. hostile-target is
 // one of them until it passes: today its queue does not drain within the
-// drain timeout (the repeated Retry-After pauses and cuts hold the limiter
-// near its minimum rate), see docs/reliability.md.
+// drain timeout (throttles that do not depend on the rate make slow start
+// fall back to the minimum rate and keep the increase clock from running),
+// see docs/reliability.md.
 func NamedScenarios() []Scenario {
 	return []Scenario{
 		{"hostile-target", "a target answering huge and malformed Retry-After values, 3xx, slow bodies and resets, and jobs of absurd cost: every job succeeds or is dead-lettered with its reason, no slot waits longer than backoff.cap", hostileTargetScenario},
