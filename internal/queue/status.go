@@ -132,7 +132,7 @@ func printStatus(w io.Writer, st sources.Stats, p drainProgress, asJSON bool, me
 	}
 	_, err := fmt.Fprintf(w, "%-24s %10d\n%-24s %10d\n%-24s %10d\n%-24s %10s\n%-24s %10s\n",
 		"backlog (pending)", st.Pending,
-		"in flight (ack pending)", st.AckPending,
+		"unsettled (ack pending)", st.AckPending,
 		"redelivered", st.Redelivered,
 		"dead letters", dead,
 		"done", done)

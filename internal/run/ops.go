@@ -345,7 +345,7 @@ func newSourceStatsCollector(src sources.StatsSource, timeout time.Duration, log
 		pending: prometheus.NewDesc("sluice_source_pending",
 			"Jobs waiting in the queue to be delivered (the backlog).", nil, nil),
 		ackPending: prometheus.NewDesc("sluice_source_ack_pending",
-			"Jobs delivered to some worker and not yet settled.", nil, nil),
+			"Jobs delivered and not yet settled: held by a worker, or handed back and not yet received again.", nil, nil),
 		redelivered: prometheus.NewDesc("sluice_source_redelivered",
 			"Jobs delivered more than once and not yet settled.", nil, nil),
 		deadLetters: prometheus.NewDesc("sluice_source_dead_letters",

@@ -85,7 +85,7 @@ func TestSourceStatsCollector(t *testing.T) {
 
 	f.set(sources.Stats{Pending: 10000, AckPending: 7, Redelivered: 2, DeadLetters: 3}, nil)
 	want := `
-# HELP sluice_source_ack_pending Jobs delivered to some worker and not yet settled.
+# HELP sluice_source_ack_pending Jobs delivered and not yet settled: held by a worker, or handed back and not yet received again.
 # TYPE sluice_source_ack_pending gauge
 sluice_source_ack_pending 7
 # HELP sluice_source_dead_letters Dead-letter records held by the source's dead-letter store (absent when the source cannot tell).
