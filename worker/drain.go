@@ -39,9 +39,11 @@ func (w *Worker) received(now time.Time) {
 // source can tell, the queue holds none either (no job waiting, none
 // delivered and unsettled, to this worker or another, or handed back
 // with a delay). A source that cannot tell counts as empty then. When a
-// drain was running, empty logs "drained N jobs in T" and ends it.
+// drain was running, empty logs "drained N jobs in T" and ends it. With no
+// drain running and no ExitWhenEmpty there is nothing to do: it asks the
+// source nothing and returns false.
 func (w *Worker) empty(ctx context.Context, now time.Time) bool {
-	if w.stats.inFlight.Load() != 0 {
+	if w.stats.inFlight.Load() != 0 || (w.drain.start.IsZero() && !w.cfg.ExitWhenEmpty) {
 		return false
 	}
 	if qs, ok := w.deps.Source.(queueStater); ok {
