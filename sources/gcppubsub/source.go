@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,8 +109,8 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 	return s, nil
 }
 
-// setup creates what is missing: the topic, the dead-letter topic, then
-// the subscription.
+// setup creates what is missing: the topic, the dead-letter topic and the
+// subscription that keeps its records, then the subscription.
 func (s *Source) setup(ctx context.Context) error {
 	for _, t := range []string{s.topic, s.deadLetter} {
 		if t == "" {
@@ -122,6 +123,11 @@ func (s *Source) setup(ctx context.Context) error {
 		case codes.AlreadyExists:
 		default:
 			return fmt.Errorf("gcppubsub: create topic %s: %w", t, err)
+		}
+	}
+	if s.deadLetter != "" {
+		if err := s.keepDeadLetters(ctx); err != nil {
+			return err
 		}
 	}
 	want := &pubsubpb.Subscription{
@@ -165,6 +171,42 @@ func (s *Source) setup(ctx context.Context) error {
 	if s.cfg.MaxDeliveryAttempts > 0 && got.GetDeadLetterPolicy() == nil {
 		s.log.Warn("existing subscription has no dead-letter policy; it is left unchanged, and delivery counts are per process",
 			"subscription", s.subscription)
+	}
+	return nil
+}
+
+// DeadLetterSubscriptionSuffix makes the id of the subscription that keeps
+// the dead-letter topic's records from the topic's id.
+const DeadLetterSubscriptionSuffix = "-records"
+
+// DeadLetterSubscription returns the full name of the subscription that
+// keeps the records of the dead-letter topic (full name) topic: Pub/Sub
+// drops what a topic with no subscription receives.
+func DeadLetterSubscription(topic string) string {
+	parts := strings.Split(topic, "/")
+	return "projects/" + parts[1] + "/subscriptions/" + parts[3] + DeadLetterSubscriptionSuffix
+}
+
+// keepDeadLetters creates the subscription that keeps the dead-letter
+// topic's records, unless it exists on that topic.
+func (s *Source) keepDeadLetters(ctx context.Context) error {
+	sub := DeadLetterSubscription(s.deadLetter)
+	_, err := s.client.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{Name: sub, Topic: s.deadLetter})
+	switch status.Code(err) {
+	case codes.OK:
+		s.log.Info("created subscription", "subscription", sub, "topic", s.deadLetter)
+		return nil
+	case codes.AlreadyExists:
+	default:
+		return fmt.Errorf("gcppubsub: create subscription %s: %w", sub, err)
+	}
+	got, err := s.client.SubscriptionAdminClient.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: sub})
+	if err != nil {
+		return fmt.Errorf("gcppubsub: get subscription %s: %w", sub, err)
+	}
+	if got.GetTopic() != s.deadLetter {
+		return fmt.Errorf("gcppubsub: subscription %s exists on topic %s, not on the dead-letter topic %s: its records would not be kept there",
+			sub, got.GetTopic(), s.deadLetter)
 	}
 	return nil
 }

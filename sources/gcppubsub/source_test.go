@@ -591,3 +591,38 @@ func TestReceiveUnreachableServer(t *testing.T) {
 		t.Fatalf("receive from an unreachable server: %d messages, error %v; want an Unavailable error", len(ms), err)
 	}
 }
+
+// Setup makes a subscription on the dead-letter topic, so that its records
+// are kept: Pub/Sub drops what a topic with no subscription receives (#15).
+func TestSetupKeepsDeadLetters(t *testing.T) {
+	f := newFake(t)
+	cfg := f.config(t)
+	s := open(t, cfg)
+	dead := fullName(testProject, "topics", cfg.DeadLetterTopic)
+	admin := adminClient(t, f.opts()...)
+	sub, err := admin.SubscriptionAdminClient.GetSubscription(t.Context(),
+		&pubsubpb.GetSubscriptionRequest{Subscription: DeadLetterSubscription(dead)})
+	if err != nil {
+		t.Fatalf("no subscription keeps the dead letters: %v", err)
+	}
+	if sub.GetTopic() != dead || sub.GetName() != fullName(testProject, "subscriptions", cfg.DeadLetterTopic+"-records") {
+		t.Errorf("subscription %s on %s", sub.GetName(), sub.GetTopic())
+	}
+	// A terminated job's record can be read back from it.
+	publish(t, s, "j1", `{"id":"j1"}`)
+	var ms []sources.Message
+	for len(ms) == 0 {
+		if ms, err = s.Receive(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ms[0].Term(t.Context(), "client_error"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := admin.SubscriptionAdminClient.Pull(t.Context(), &pubsubpb.PullRequest{Subscription: sub.GetName(), MaxMessages: 10})
+	if err != nil || len(resp.GetReceivedMessages()) != 1 || string(resp.GetReceivedMessages()[0].GetMessage().GetData()) != `{"id":"j1"}` {
+		t.Fatalf("pull from the dead letters' subscription: %v %v", resp.GetReceivedMessages(), err)
+	}
+	// Open again: the existing subscription is fine.
+	open(t, cfg)
+}
