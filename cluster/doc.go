@@ -82,16 +82,24 @@
 //     last cut and the request was sent after it, so a burst of 429s across
 //     the fleet is one cut. CUBIC's measured rate is the worker's divided by
 //     its share. A Retry-After extends the fleet's pause (capped at
-//     max_pause), which every worker then honours.
+//     max_pause), which every worker then honours. A cut after a minute
+//     without one records the units the fleet was accepted in that minute
+//     (the worker's own count plus the Accepted its peers' heartbeats
+//     carry) as the measured quota, and leaves the rate at no less than
+//     90% of it; slow start's end falls back to that count.
 //   - A raise is the limiter's raise rule applied to the fleet, looked for
 //     every second by each worker, at most once per aimd.increase_interval
 //     on the fleet's increase clock (for CUBIC too), outside the fleet's
 //     pause, and only if some worker's requests waited since the clock
 //     restarted: its own limiter's, or another's, from the Waited time its
-//     heartbeat carries.
+//     heartbeat carries. For 5 minutes after a cut that measured the quota
+//     a raise goes no higher than 97% of it; in slow start no higher than
+//     max(2, 0.3 s / the time the worker's last write took) times what the
+//     fleet was accepted in the last minute (docs/limiter.md, "Fleet").
 //   - Each worker's limiter follows the state (limiter.Limiter.Follow): its
 //     rate is the fleet rate times its share, 1/N in members mode, held/P in
-//     leases mode.
+//     leases mode; its bucket starts to fill at the worker's own phase, and
+//     a cut empties it down to the head of its queue.
 //   - Remembered rate: a running worker confirms the state once per Refresh
 //     for the fleet. A worker that starts runs on the stored state if it was
 //     written less than FleetConfig.Remember (default 1h) ago; else it

@@ -68,6 +68,7 @@ type Fleet struct {
 	online     bool
 	lim        Follower
 	phase      float64                // this worker's phase in [0, 1) at the end of a fleet pause
+	delay      time.Duration          // how long the last write of the state took
 	pending    limiter.ThrottleReport // throttles not yet applied, coalesced
 	hasPending bool
 	kick       chan struct{}
@@ -124,6 +125,15 @@ func (f *Fleet) State() limiter.FleetState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.state
+}
+
+// Delay returns how long this worker's last write of the state took: the
+// fleet's propagation delay as this worker sees it (the others read a
+// change through their watch about as fast). 0 before the first write.
+func (f *Fleet) Delay() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.delay
 }
 
 // Online reports whether this worker runs on the fleet's state (true) or,
@@ -201,7 +211,10 @@ func (f *Fleet) attach(lim Follower) {
 	f.lim = lim
 	f.set.metrics.setFleet(f.state.Rate, f.online)
 	if f.online {
-		f.followLocked()
+		// The bucket starts to fill at this worker's phase, as at the end
+		// of a pause: workers started together do not send in step.
+		start := f.rules.Stagger(f.state, lim.Part(), f.phase, time.Now())
+		lim.Follow(f.state.Adapt, latest(start, f.rules.PauseEnd(f.state, lim.Part(), f.phase)))
 	} else {
 		lim.Lead()
 	}
@@ -232,8 +245,9 @@ func (f *Fleet) step(ctx context.Context, now time.Time, tick bool) {
 	lim := f.lim
 	f.mu.Unlock()
 	if has {
+		acc := f.accepted(lim)
 		err := f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) {
-			ns, changed, _ := f.rules.Throttle(s, r)
+			ns, changed, _ := f.rules.Throttle(s, r, acc)
 			return ns, changed
 		}, func(before, after limiter.FleetState) {
 			if after.LastCut.After(before.LastCut) || !before.Throttled && after.Throttled {
@@ -249,8 +263,8 @@ func (f *Fleet) step(ctx context.Context, now time.Time, tick bool) {
 	if !tick || lim == nil {
 		return
 	}
-	wait := f.lastWait(lim)
-	if f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) { return f.rules.Raise(s, now, wait) }) != nil {
+	v := limiter.FleetView{LastWait: f.lastWait(lim), Accepted: f.accepted(lim), Delay: f.Delay()}
+	if f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) { return f.rules.Raise(s, now, v) }) != nil {
 		return
 	}
 	_ = f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) { return f.rules.Touch(s, now) })
@@ -282,6 +296,25 @@ func (f *Fleet) lastWait(lim Follower) time.Time {
 	return w
 }
 
+// accepted is the units the API accepted from the whole fleet in the last
+// minute: this worker's count now, and the others' from their heartbeats
+// (each as of its last heartbeat). 0 when this worker has no limiter yet.
+func (f *Fleet) accepted(lim Follower) float64 {
+	if lim == nil {
+		return 0
+	}
+	sum := lim.AcceptedUnits()
+	if f.m != nil {
+		own := f.m.Key()
+		for _, v := range f.m.Members() {
+			if v.Key != own {
+				sum += v.Accepted
+			}
+		}
+	}
+	return sum
+}
+
 // update applies fn to the state and writes the result with
 // compare-and-set on the revision it was read at; when another worker
 // wrote first, it reads the state again and applies fn again, so that each
@@ -303,13 +336,18 @@ func (f *Fleet) update(ctx context.Context, fn func(limiter.FleetState) (limiter
 			return fmt.Errorf("cluster: fleet state: %w", err)
 		}
 		octx, cancel := context.WithTimeout(ctx, opTimeout(f.cfg.Refresh))
+		sent := time.Now()
 		if rev == 0 {
 			rev, err = f.kv.Create(octx, fleetKey, data)
 		} else {
 			rev, err = f.kv.Update(octx, fleetKey, data, rev)
 		}
+		took := time.Since(sent)
 		cancel()
 		if err == nil {
+			f.mu.Lock()
+			f.delay = took
+			f.mu.Unlock()
 			f.apply(ns, rev, false)
 			for _, d := range done {
 				d(s, ns)

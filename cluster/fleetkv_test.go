@@ -57,6 +57,12 @@ func (l *coreLimiter) LastWait() time.Time {
 	return l.lastWait
 }
 
+func (l *coreLimiter) AcceptedUnits() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.core.AcceptedUnits(l.now)
+}
+
 func (l *coreLimiter) Part() limiter.Part {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -380,5 +386,46 @@ func TestMemory(t *testing.T) {
 	cfg.Limiter = limiter.DefaultConfig()
 	if got := openFleet(t, srv.ClientURL(), cfg, nil).State().Rate; got != 4321 {
 		t.Fatalf("a fleet starts at %v, want the remembered 4321", got)
+	}
+}
+
+// acceptedLimiter is a worker's limiter whose count of accepted units the
+// test sets.
+type acceptedLimiter struct {
+	*coreLimiter
+	units float64
+}
+
+func (l *acceptedLimiter) AcceptedUnits() float64     { return l.units }
+func (l *acceptedLimiter) Rate() float64              { return l.rate() }
+func (l *acceptedLimiter) SetInstanceCount(int) error { return nil }
+func (l *acceptedLimiter) SetShare(float64) error     { return nil }
+
+// The fleet's accepted units are this worker's count now and the others'
+// from their heartbeats, each counted once.
+func TestFleetAcceptedFromHeartbeats(t *testing.T) {
+	srv := startServer(t)
+	url := srv.ClientURL()
+	bucket := uniqueBucket(t)
+	lcfg := limiter.DefaultConfig()
+	ccfg := Config{Bucket: bucket, TTL: 3 * time.Second}
+	var members []*Membership
+	for _, units := range []float64{1000, 400} {
+		m, err := Join(t.Context(), connect(t, url), ccfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Drive(&acceptedLimiter{newCoreLimiter(t, lcfg, time.Now()), units}, false); err != nil {
+			t.Fatal(err)
+		}
+		runUntilCleanup(t, m.Run)
+		members = append(members, m)
+	}
+	f := openFleet(t, url, FleetConfig{Bucket: bucket, Limiter: lcfg}, members[1])
+	own := &acceptedLimiter{newCoreLimiter(t, lcfg, time.Now()), 250} // this worker's count now
+	f.attach(own)
+	testkit.Eventually(t, "the other worker's count", func() bool { return f.accepted(own) == 1250 })
+	if got := f.accepted(nil); got != 0 {
+		t.Fatalf("accepted with no limiter: %v, want 0", got)
 	}
 }

@@ -32,6 +32,10 @@ type Follower interface {
 	Lead()
 	// Part returns the limiter's part of the budget.
 	Part() limiter.Part
+	// AcceptedUnits returns the units the API accepted from this worker in
+	// the last minute (limiter.Core.AcceptedUnits); the fleet adds up its
+	// workers' counts.
+	AcceptedUnits() float64
 }
 
 var _ Limiter = (*limiter.Limiter)(nil)

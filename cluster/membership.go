@@ -35,6 +35,10 @@ type Member struct {
 	// never); a fleet raises its rate only if some worker's did since the
 	// fleet's increase clock restarted.
 	Waited time.Time `json:"waited,omitzero"`
+	// Accepted is the units the API accepted from it in the minute before
+	// the heartbeat (0: none, or no limiter yet); the fleet controller adds
+	// up the workers' counts (docs/limiter.md, "Fleet").
+	Accepted float64 `json:"accepted,omitzero"`
 }
 
 // Membership keeps this worker's heartbeat key in the bucket and counts the
@@ -307,11 +311,11 @@ func (m *Membership) write(ctx context.Context, now time.Time) error {
 	m.mu.Lock()
 	lim := m.lim
 	m.mu.Unlock()
-	rate := 0.0 // no limiter yet: no rate to report
+	rate, accepted := 0.0, 0.0 // no limiter yet: no rate to report
 	var waited time.Time
 	switch {
 	case lim != nil:
-		rate, waited = lim.Rate(), lim.LastWait()
+		rate, waited, accepted = lim.Rate(), lim.LastWait(), lim.AcceptedUnits()
 	default:
 		if m.set.rate != nil {
 			rate = m.set.rate()
@@ -321,7 +325,7 @@ func (m *Membership) write(ctx context.Context, now time.Time) error {
 		}
 	}
 	m.mu.Lock()
-	v := Member{ID: m.cfg.ID, Started: m.started, Refreshed: now, Rate: rate, Share: m.share, Leases: m.leases, Waited: waited}
+	v := Member{ID: m.cfg.ID, Started: m.started, Refreshed: now, Rate: rate, Share: m.share, Leases: m.leases, Waited: waited, Accepted: accepted}
 	m.mu.Unlock()
 	data, err := json.Marshal(v)
 	if err != nil {

@@ -315,8 +315,8 @@ func (c *Core) pause(until time.Duration) {
 }
 
 func (c *Core) success(t time.Duration, units float64) {
-	if c.adapt.SlowStart {
-		c.acc.add(t, units)
+	if c.adapt.SlowStart || c.following {
+		c.acc.add(t, units) // following: the fleet's accepted units (fleet_core.go)
 	}
 	if c.paused || c.following {
 		return

@@ -22,7 +22,32 @@ type FleetState struct {
 	// remembered rate, and the latest time the rules have seen (a
 	// decision never goes back before it).
 	Seen time.Time `json:"seen"`
+	// Accepted is the units the API accepted from the whole fleet in the
+	// minute before its last cut, when that cut came after a minute
+	// without one: the quota the fleet measured. 0 before any such cut,
+	// after any other cut, or when the workers' counts were not known.
+	Accepted float64 `json:"accepted,omitzero"`
 }
+
+// The fleet's own rules on top of the limiter's (docs/limiter.md, "Fleet").
+const (
+	// fleetSlowStartReach: in slow start the fleet's rate stays at most
+	// k = max(2, fleetSlowStartReach / the propagation delay) times the
+	// larger of the initial rate and the units the fleet was accepted in
+	// the last minute: what the fleet sends in one propagation delay stays
+	// under 1/200 of that minute's units.
+	fleetSlowStartReach = 300 * time.Millisecond
+	// fleetFloor: a cut after a minute without one leaves the rate at least
+	// this fraction of the units accepted in that minute.
+	fleetFloor = 0.9
+	// fleetPlateau and fleetPlateauShare: for fleetPlateau after a cut, a
+	// raise takes the rate no higher than fleetPlateauShare of the units
+	// accepted in the minute before that cut.
+	fleetPlateau      = 5 * time.Minute
+	fleetPlateauShare = 0.97
+	// fleetMinute is the span of the accepted units the rules read.
+	fleetMinute = acceptWindow * time.Second
+)
 
 // FleetRules decides a fleet's state with the Rules of the whole budget,
 // as docs/limiter.md ("Fleet") states them. It is pure: every method takes
@@ -59,28 +84,45 @@ func (f *FleetRules) Resume(s FleetState, now time.Time) (FleetState, bool) {
 	return f.Start(now), true
 }
 
-// Throttle applies a throttle that a worker observed (r): the limiter's
-// Throttle rule for the whole budget, at r.At or at the latest time the
-// state has seen if that is later. The increase clock restarts; the rate is
-// cut if this is the fleet's first throttle, or if decrease_cooldown has
-// passed since the fleet's last cut and the request was sent after it, so
-// a burst of 429s across the fleet is one cut. CUBIC's measured rate is the
-// worker's, divided by its share, and so is the accepted rate that ends
-// slow start (docs/limiter.md, "Slow start"). A Retry-After extends the fleet's pause.
-// It returns the new state, whether it changed (a throttle that neither
-// cuts, nor moves the increase clock, nor extends the pause changes
-// nothing) and whether the rate was cut.
-func (f *FleetRules) Throttle(s FleetState, r ThrottleReport) (ns FleetState, changed, cut bool) {
+// Throttle applies a throttle that a worker observed (r), with accepted
+// the units the API accepted from the whole fleet in the last minute (the
+// sum of the workers' Core.AcceptedUnits; 0 when not known): the
+// limiter's Throttle rule for the whole budget, at r.At or at the latest
+// time the state has seen if that is later. The increase clock restarts;
+// the rate is cut if this is the fleet's first throttle, or if
+// decrease_cooldown has passed since the fleet's last cut and the request
+// was sent after it, so a burst of 429s across the fleet is one cut. CUBIC's
+// measured rate is the worker's divided by its share. In slow start the
+// fallback is to accepted spread over the time it covers and the wait
+// (docs/limiter.md, "Fleet"), or, with accepted unknown, to the worker's
+// own accepted rate divided by its share. A cut outside slow start after a
+// minute without one records accepted as the measured quota and leaves the
+// rate at no less than fleetFloor of it (never above the rate before the
+// cut); any other cut clears the measured quota. A
+// Retry-After extends the fleet's pause. It returns the new state, whether
+// it changed (a throttle that neither cuts, nor moves the increase clock,
+// nor extends the pause changes nothing) and whether the rate was cut.
+func (f *FleetRules) Throttle(s FleetState, r ThrottleReport, accepted float64) (ns FleetState, changed, cut bool) {
 	now := latest(r.At, s.Seen)
-	measured, accepted := -1.0, 0.0
+	measured, fallback, hold := -1.0, 0.0, r.Hold
 	if share := r.Part.Of(1); share > 0 {
 		if r.Measured >= 0 {
 			measured = r.Measured / share
 		}
-		accepted = r.Accepted / share
+		fallback = r.Accepted / share
+	}
+	if s.SlowStart && accepted > 0 {
+		fallback, hold = f.slowStartFallback(s, now, r.RetryAfter, accepted)
 	}
 	ns = s
-	cut = f.rules.Throttle(&ns.Adapt, now, r.Sent, measured, accepted, r.Hold)
+	cut = f.rules.Throttle(&ns.Adapt, now, r.Sent, measured, fallback, hold)
+	if cut {
+		ns.Accepted = 0
+		if quiet := !s.SlowStart && now.Sub(s.LastCut) >= fleetMinute; quiet && accepted > 0 {
+			ns.Rate = math.Min(s.Rate, math.Max(ns.Rate, f.rules.Clamp(fleetFloor*accepted)))
+			ns.Accepted = accepted
+		}
+	}
 	if end, ok := f.cfg.PauseEnd(now, r.RetryAfter); ok && end.After(ns.PausedUntil) {
 		ns.PausedUntil = end
 	}
@@ -92,26 +134,75 @@ func (f *FleetRules) Throttle(s FleetState, r ThrottleReport) (ns FleetState, ch
 	return ns, true, cut
 }
 
-// Raise applies the limiter's raise rule to the fleet at now, outside the
-// fleet's pause, and only if some worker's requests waited (lastWait, the
-// latest wait any worker reported) since the increase clock restarted. The
-// rule itself spaces AIMD's raises by aimd.increase_interval; CUBIC, whose
-// curve would rise at every success, is spaced the same way for the
-// fleet, so the fleet's state changes at most once per interval. It
+// slowStartFallback is the rate slow start falls back to at a throttle at
+// now: the fleet's accepted units of the last w seconds spread over w and
+// the Retry-After, where w is the time since the fleet started (its last
+// cut: slow start has had none) in whole seconds, at least 1 and at most
+// 60; and the hold, w + Retry-After.
+func (f *FleetRules) slowStartFallback(s FleetState, now time.Time, retryAfter time.Duration, accepted float64) (float64, time.Duration) {
+	w := min(max(now.Sub(s.LastCut).Truncate(time.Second)+time.Second, time.Second), fleetMinute)
+	span := w + max(retryAfter, 0)
+	return accepted * 60 / span.Seconds(), span
+}
+
+// FleetView is what the workers tell a fleet's raise rule.
+type FleetView struct {
+	// LastWait is the latest time any worker's requests waited.
+	LastWait time.Time
+	// Accepted is the units the API accepted from the whole fleet in the
+	// last minute (the sum of the workers' Core.AcceptedUnits); 0 when not
+	// known.
+	Accepted float64
+	// Delay is how long a change of the state takes to reach the workers
+	// (the propagation delay); 0 when it is not known.
+	Delay time.Duration
+}
+
+// Raise applies the limiter's raise rule to the fleet at now, with what
+// the workers report (v). It raises only outside the fleet's pause and the
+// hold after slow start, and only if some worker's requests waited since
+// the increase clock restarted. The rule itself spaces AIMD's raises by
+// aimd.increase_interval; CUBIC, whose curve would rise at every success,
+// is spaced the same way for the fleet, so the fleet's state changes at
+// most once per interval. Two bounds apply to the raised rate: in slow
+// start, k × max(initial rate, v.Accepted) with k = max(2,
+// fleetSlowStartReach / v.Delay) (none with Delay unknown); within
+// fleetPlateau of a cut that measured the quota, fleetPlateauShare of it.
+// A raise that a bound stops short still raises up to the bound. It
 // reports whether the rate rose.
-func (f *FleetRules) Raise(s FleetState, now, lastWait time.Time) (FleetState, bool) {
+func (f *FleetRules) Raise(s FleetState, now time.Time, v FleetView) (FleetState, bool) {
 	now = latest(now, s.Seen)
-	if now.Before(s.PausedUntil) {
+	if now.Before(s.PausedUntil) || now.Before(s.HoldUntil) {
 		return s, false
 	}
 	if f.cfg.Controller == ControllerCUBIC && now.Sub(s.IncClock) < f.cfg.AIMD.IncreaseInterval {
 		return s, false
 	}
-	if !f.rules.Raise(&s.Adapt, now, lastWait.After(s.IncClock)) {
+	ns := s
+	if !f.rules.Raise(&ns.Adapt, now, v.LastWait.After(s.IncClock)) {
 		return s, false
 	}
-	s.Seen = now
-	return s, true
+	if bound, ok := f.raiseBound(s, now, v); ok && ns.Rate > bound {
+		if bound <= s.Rate {
+			return s, false
+		}
+		ns.Rate = bound
+	}
+	ns.Seen = now
+	return ns, true
+}
+
+// raiseBound returns the highest rate a raise at now may reach, if one
+// applies (see Raise).
+func (f *FleetRules) raiseBound(s FleetState, now time.Time, v FleetView) (float64, bool) {
+	switch {
+	case s.SlowStart && v.Delay > 0:
+		k := math.Max(2, fleetSlowStartReach.Seconds()/v.Delay.Seconds())
+		return k * math.Max(f.cfg.InitialUnitsPerMinute, v.Accepted), true
+	case !s.SlowStart && s.Accepted > 0 && now.Sub(s.LastCut) < fleetPlateau:
+		return fleetPlateauShare * s.Accepted, true
+	}
+	return 0, false
 }
 
 // Touch confirms the state at now, once per refresh, so that it stays
@@ -142,9 +233,18 @@ func (f *FleetRules) PauseEnd(s FleetState, p Part, phase float64) time.Time {
 	if s.PausedUntil.IsZero() {
 		return time.Time{}
 	}
+	return f.Stagger(s, p, phase, s.PausedUntil)
+}
+
+// Stagger returns from plus phase (in [0, 1)) times the time one unit
+// takes at the instance's rate (the fleet's rate times part p). A worker
+// that starts to follow a fleet at from begins to fill its bucket then (an
+// empty bucket at the start, like the end of a pause): workers started
+// together do not send in step.
+func (f *FleetRules) Stagger(s FleetState, p Part, phase float64, from time.Time) time.Time {
 	rate := f.rules.Clamp(p.Of(s.Rate))
 	if !(rate > 0) || !(phase > 0) {
-		return s.PausedUntil
+		return from
 	}
-	return s.PausedUntil.Add(time.Duration(math.Min(phase, 1) * 60 / rate * float64(time.Second)))
+	return from.Add(time.Duration(math.Min(phase, 1) * 60 / rate * float64(time.Second)))
 }

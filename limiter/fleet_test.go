@@ -49,7 +49,7 @@ func TestFleetRulesThrottle(t *testing.T) {
 		{report(17, 16.5, 0), true, false, 294, 46},
 	}
 	for i, st := range steps {
-		ns, changed, cut := f.Throttle(s, st.r)
+		ns, changed, cut := f.Throttle(s, st.r, 0)
 		if changed != st.changed || cut != st.cut || math.Abs(ns.Rate-st.rate) > 1e-9 {
 			t.Fatalf("step %d: changed %v cut %v rate %v, want %v %v %v", i, changed, cut, ns.Rate, st.changed, st.cut, st.rate)
 		}
@@ -70,7 +70,7 @@ func TestFleetRulesBurstOneCut(t *testing.T) {
 	s := f.Start(fat(0))
 	cuts := 0
 	for w := range 20 {
-		ns, _, cut := f.Throttle(s, report(30+float64(w)*0.01, 29.9, time.Second))
+		ns, _, cut := f.Throttle(s, report(30+float64(w)*0.01, 29.9, time.Second), 0)
 		if cut {
 			cuts++
 		}
@@ -88,7 +88,7 @@ func TestFleetRulesCUBICMeasured(t *testing.T) {
 	s := f.Start(fat(0))
 	r := report(20, 19, 0)
 	r.Measured = 100 // 1/20 of the budget: the fleet sent 2000
-	ns, _, cut := f.Throttle(s, r)
+	ns, _, cut := f.Throttle(s, r, 0)
 	if !cut || ns.WMax != 2000 || math.Abs(ns.Rate-1400) > 1e-9 {
 		t.Fatalf("cut %v w_max %v rate %v; want w_max 2000, rate 1400", cut, ns.WMax, ns.Rate)
 	}
@@ -100,7 +100,7 @@ func TestFleetRulesCUBICMeasured(t *testing.T) {
 func TestFleetRulesRaise(t *testing.T) {
 	f := testRules(t, nil)
 	s := f.Start(fat(0))
-	s, _, _ = f.Throttle(s, report(5, 4, 3*time.Second)) // clock at 5, paused to 8, rate 420
+	s, _, _ = f.Throttle(s, report(5, 4, 3*time.Second), 0) // clock at 5, paused to 8, rate 420
 	steps := []struct {
 		at, waited float64 // waited: the latest wait any worker reported
 		raised     bool
@@ -120,7 +120,7 @@ func TestFleetRulesRaise(t *testing.T) {
 		if st.waited > 0 {
 			w = fat(st.waited)
 		}
-		ns, raised := f.Raise(s, fat(st.at), w)
+		ns, raised := f.Raise(s, fat(st.at), FleetView{LastWait: w})
 		if raised != st.raised || math.Abs(ns.Rate-st.rate) > 1e-9 {
 			t.Fatalf("step %d at %v: raised %v rate %v, want %v %v", i, st.at, raised, ns.Rate, st.raised, st.rate)
 		}
@@ -182,14 +182,14 @@ func TestFleetRulesPauseEnd(t *testing.T) {
 func TestFleetRulesRaiseCUBIC(t *testing.T) {
 	f := testRules(t, func(c *Config) { c.Controller = ControllerCUBIC; c.CUBIC.ScaleConstant = 1; c.SlowStart = false })
 	s := f.Start(fat(0))
-	if _, raised := f.Raise(s, fat(5), fat(4)); raised {
+	if _, raised := f.Raise(s, fat(5), FleetView{LastWait: fat(4)}); raised {
 		t.Fatal("raised 5 s after the increase clock started")
 	}
-	ns, raised := f.Raise(s, fat(10), fat(9))
+	ns, raised := f.Raise(s, fat(10), FleetView{LastWait: fat(9)})
 	if !raised || math.Abs(ns.Rate-1600) > 1e-9 {
 		t.Fatalf("raise at 10 s: %v, rate %v; want W = 10³ + 600", raised, ns.Rate)
 	}
-	if _, raised := f.Raise(ns, fat(15), fat(14)); raised {
+	if _, raised := f.Raise(ns, fat(15), FleetView{LastWait: fat(14)}); raised {
 		t.Fatal("raised twice within the interval")
 	}
 }

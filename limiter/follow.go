@@ -8,6 +8,10 @@ import "time"
 // its part of the budget (Rules.Scale: rate and w_max times the share),
 // the whole fleet rate becomes its ceiling, and a pause is extended to
 // pausedUntil if that is later (a Retry-After another instance received).
+// When the fleet's state shows a cut the Core had not seen, the bucket
+// keeps no more than the units of the request at the head of the queue
+// (none when nothing waits): tokens saved at the old rate are not sent as
+// a burst into an API that has just throttled.
 // Until Lead, the Core neither cuts nor raises by itself: a throttle still
 // pauses it and restarts its increase clock, and a change of share
 // rescales it to the fleet's rate times the new share.
@@ -16,6 +20,9 @@ func (c *Core) Follow(now time.Time, fleet Adapt, pausedUntil time.Time) {
 	c.advance(t)
 	if from := c.adapt.Rate; c.following && fleet.SlowStart && fleet.Rate > c.fleet.Rate {
 		c.noteRaise(t, from) // the fleet raised the rate in slow start
+	}
+	if c.following && fleet.LastCut.After(c.fleet.LastCut) {
+		c.dropSurplus() // the fleet cut its rate (fleet_core.go)
 	}
 	c.following = true
 	c.fleet = fleet

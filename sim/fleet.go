@@ -65,18 +65,46 @@ func (r *runner) newFleet() {
 }
 
 // follow makes a new instance's core follow the fleet's state at once:
-// it reads the state when it starts.
+// it reads the state when it starts, and its bucket starts to fill at its
+// own phase (limiter.FleetRules.Stagger), as at the end of a pause.
 func (r *runner) follow(in *instance) {
-	if r.fleet != nil {
-		r.followState(in, r.fleet.state)
+	if r.fleet == nil {
+		return
 	}
+	s := r.fleet.state
+	start := r.fleet.rules.Stagger(s, in.part(), phase(in.idx), r.vt(r.now))
+	in.core.Follow(r.vt(r.now), s.Adapt, latest(start, r.fleet.rules.PauseEnd(s, in.part(), phase(in.idx))))
+}
+
+// part is the instance's part of the budget.
+func (in *instance) part() limiter.Part {
+	return limiter.Part{Share: in.core.Share(), Instances: in.core.Instances()}
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // followState makes in follow the fleet state s, ending the fleet's pause
 // at its own phase.
 func (r *runner) followState(in *instance, s limiter.FleetState) {
-	part := limiter.Part{Share: in.core.Share(), Instances: in.core.Instances()}
-	in.core.Follow(r.vt(r.now), s.Adapt, r.fleet.rules.PauseEnd(s, part, phase(in.idx)))
+	in.core.Follow(r.vt(r.now), s.Adapt, r.fleet.rules.PauseEnd(s, in.part(), phase(in.idx)))
+}
+
+// accepted is the units the API accepted from the whole fleet in the last
+// minute: the sum of the instances' counts, as each worker's heartbeat
+// carries its own.
+func (r *runner) accepted() float64 {
+	var sum float64
+	for _, in := range r.inst {
+		if in.active {
+			sum += in.core.AcceptedUnits(r.vt(r.now))
+		}
+	}
+	return sum
 }
 
 // phase is instance i's phase in [0, 1): the fractional parts of i·φ,
@@ -88,14 +116,16 @@ func phase(i int) float64 {
 
 // fleetObserve applies an outcome an instance observed to the fleet: a
 // throttle by the fleet's throttle rule, a success by its raise rule with
-// the latest wait of any instance (their heartbeats). A change reaches
-// every instance ShareDelay later.
+// the latest wait of any instance (their heartbeats), both with the units
+// the fleet was accepted in the last minute. The instance that decided a
+// change follows it at once (it wrote it); it reaches every other
+// instance ShareDelay later.
 func (r *runner) fleetObserve(in *instance, sentAt time.Duration, o call.Outcome) {
 	f := r.fleet
 	now := r.vt(r.now)
 	var changed bool
 	if o.Kind == call.Throttle {
-		f.state, changed, _ = f.rules.Throttle(f.state, in.core.Report(now, r.vt(sentAt), o.RetryAfter))
+		f.state, changed, _ = f.rules.Throttle(f.state, in.core.Report(now, r.vt(sentAt), o.RetryAfter), r.accepted())
 	} else {
 		var wait time.Time
 		for _, other := range r.inst {
@@ -105,14 +135,15 @@ func (r *runner) fleetObserve(in *instance, sentAt time.Duration, o call.Outcome
 				}
 			}
 		}
-		f.state, changed = f.rules.Raise(f.state, now, wait)
+		f.state, changed = f.rules.Raise(f.state, now, limiter.FleetView{LastWait: wait, Accepted: r.accepted(), Delay: r.cfg.ShareDelay})
 	}
 	if !changed {
 		return
 	}
 	st := f.state
+	r.followState(in, st)
 	for _, other := range r.inst {
-		if other.active {
+		if other.active && other != in {
 			r.schedule(&event{at: r.now + r.cfg.ShareDelay, kind: evFleet, inst: other, fleet: &st})
 		}
 	}

@@ -16,9 +16,6 @@ func TestShareFleet(t *testing.T) {
 	}
 	c.Instances = 20
 	c.Duration = 8 * time.Minute
-	// The fleet's raise runs on the AIMD interval, slow start or not: the
-	// comparison is of the rules without slow start.
-	c.Limiter.InitialFill, c.Limiter.SlowStart = 1, false
 	local, err := Run(c)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +43,37 @@ func TestShareFleet(t *testing.T) {
 	again, _ := Run(c)
 	if !reflect.DeepEqual(again.Summary, fleet.Summary) {
 		t.Error("the same Config gave another result")
+	}
+}
+
+// The targets for the fleet, with the defaults (slow start on):
+// at 50 instances, each offered 2000 units a minute against a quota of
+// 3000, at most 40 throttles in 15 minutes, and at least 92% of the quota
+// used from minute 2, at every instance count.
+func TestShareFleetScales(t *testing.T) {
+	if testing.Short() {
+		t.Skip("15 virtual minutes of 50 instances")
+	}
+	for _, seed := range []uint64{1, 7, 23} {
+		for _, n := range []int{2, 50} {
+			c, err := Scenario(ScenarioFirstThrottle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Instances, c.Seed, c.Share = n, seed, ShareFleet
+			res, err := Run(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := res.Summary
+			t.Logf("seed %d, %d instances: throttled %d, utilization_steady %v", seed, n, s.Throttled, s.UtilizationSteady)
+			if n == 50 && s.Throttled > 40 {
+				t.Errorf("seed %d: %d instances throttled %d, want <= 40", seed, n, s.Throttled)
+			}
+			if s.UtilizationSteady < 0.92 {
+				t.Errorf("seed %d: %d instances used %v of the quota, want >= 0.92", seed, n, s.UtilizationSteady)
+			}
+		}
 	}
 }
 
