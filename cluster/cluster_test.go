@@ -311,28 +311,21 @@ func TestRescaleKeepsTotal(t *testing.T) {
 		t.Helper()
 		c := cfg
 		c.ID = id
-		var lim *limiter.Limiter
-		rate := func() float64 {
-			if lim == nil {
-				return 0 // not started yet: no rate to report
-			}
-			return lim.Rate()
-		}
-		m, err := Join(t.Context(), connect(t, srv.ClientURL()), c, WithRate(rate),
-			WithInstanceCount(func(n int) {
-				if lim != nil {
-					_ = lim.SetInstanceCount(n)
-				}
-			}))
+		m, err := Join(t.Context(), connect(t, srv.ClientURL()), c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// What `sluice run` does: start at the budget the others found.
+		// What `sluice run` does: start at the budget the others found,
+		// then let the membership drive the limiter.
 		if b, ok := m.Budget(); ok {
 			lc.InitialUnitsPerMinute = b
 		}
 		lc.Instances = m.Count()
-		if lim, err = limiter.New(lc); err != nil {
+		lim, err := limiter.New(lc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Drive(t.Context(), lim, true); err != nil {
 			t.Fatal(err)
 		}
 		runUntilCleanup(t, m.Run)

@@ -21,9 +21,10 @@
 // it every Config.Refresh (default TTL/3), with the worker's id, start
 // time, current rate, share and leases (see Member; `sluice status` lists
 // them). Each worker watches the heartbeats; N is the number of live keys,
-// its own included, and every change of N is reported (WithInstanceCount,
-// which feeds the limiter's SetInstanceCount: each worker then runs at 1/N
-// of the budget, its rate rescaled by old N / new N). A clean shutdown
+// its own included, and every change of N is applied to the worker's
+// limiter (Membership.Drive in members mode, which calls its
+// SetInstanceCount; WithInstanceCount reports it too): each worker then
+// runs at 1/N of the budget, its rate rescaled by old N / new N. A clean shutdown
 // deletes the key, so the others see N−1 at once; a killed worker drops out
 // TTL after its last heartbeat.
 //
@@ -41,7 +42,7 @@
 // key "p.<p>" (KV create: only if absent), renews it every Refresh by
 // updating it at its last revision, and releases it by deleting it at that
 // revision. Its share is held/P, applied to the limiter with SetShare
-// (WithShare): min, max, initial and current rate all in proportion, the
+// (WithLimiter; WithShare reports it too): min, max, initial and current rate all in proportion, the
 // rate found so far kept per unit of share. A worker that holds none runs
 // at IdleShare, which is nothing in practice. Since a key can have one
 // holder only, the shares of all workers never add up to more than the

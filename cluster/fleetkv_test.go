@@ -146,8 +146,15 @@ func TestFleetRaiseOncePerInterval(t *testing.T) {
 	waited.Store(time.Now().Add(5 * time.Second).UnixNano())
 	// The waiting worker joins first; the others read its heartbeat.
 	ccfg := Config{Bucket: bucket, TTL: 3 * time.Second}
-	w, err := Join(t.Context(), connect(t, url), ccfg, WithLastWait(func() time.Time { return time.Unix(0, waited.Load()) }))
+	w, err := Join(t.Context(), connect(t, url), ccfg)
 	if err != nil {
+		t.Fatal(err)
+	}
+	wl, err := limiter.New(lcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Drive(t.Context(), waitedAt{wl, &waited}, false); err != nil {
 		t.Fatal(err)
 	}
 	runUntilCleanup(t, w.Run)
@@ -415,7 +422,7 @@ func TestFleetAcceptedFromHeartbeats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Drive(&acceptedLimiter{newCoreLimiter(t, lcfg, time.Now()), units}, false); err != nil {
+		if err := m.Drive(t.Context(), &acceptedLimiter{newCoreLimiter(t, lcfg, time.Now()), units}, false); err != nil {
 			t.Fatal(err)
 		}
 		runUntilCleanup(t, m.Run)
@@ -429,3 +436,12 @@ func TestFleetAcceptedFromHeartbeats(t *testing.T) {
 		t.Fatalf("accepted with no limiter: %v, want 0", got)
 	}
 }
+
+// waitedAt is a limiter whose requests last waited at the Unix time in ns
+// that at holds.
+type waitedAt struct {
+	*limiter.Limiter
+	at *atomic.Int64
+}
+
+func (w waitedAt) LastWait() time.Time { return time.Unix(0, w.at.Load()) }

@@ -123,8 +123,11 @@ func TestHelperMember(t *testing.T) {
 			emit(event{N: n, Share: st.Share, Rate: st.Rate})
 		}))
 	}
-	m, err := Join(ctx, js, cfg, append(opts, WithRate(lim.Rate))...)
+	m, err := Join(ctx, js, cfg, opts...)
 	if err != nil {
+		fail(err)
+	}
+	if err := m.Drive(ctx, lim, false); err != nil { // its rate in the heartbeats
 		fail(err)
 	}
 	g, gctx := errgroup.WithContext(ctx)

@@ -359,6 +359,11 @@ func (l *Leases) applyShare() {
 	l.set.metrics.setLeases(len(ps))
 	if s := shareOf(len(ps), l.cfg.Partitions); s != l.share {
 		l.share = s
+		if lim := l.set.limiter; lim != nil {
+			if err := lim.SetShare(s); err != nil {
+				l.set.log.Warn("limiter.share: share not applied", "share", s, "err", err)
+			}
+		}
 		if l.set.onShare != nil {
 			l.set.onShare(s)
 		}

@@ -40,14 +40,6 @@ type Follower interface {
 
 var _ Limiter = (*limiter.Limiter)(nil)
 
-// WithLimiter hands every share that Leases compute to l (see
+// WithLimiter makes Leases hand every share they compute to l (see
 // Limiter.SetShare); a share l refuses is logged and skipped.
-func WithLimiter(l Limiter) Option {
-	return func(s *settings) {
-		s.onShare = func(share float64) {
-			if err := l.SetShare(share); err != nil {
-				s.log.Warn("limiter.share: share not applied", "share", share, "err", err)
-			}
-		}
-	}
-}
+func WithLimiter(l Limiter) Option { return func(s *settings) { s.limiter = l } }

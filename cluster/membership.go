@@ -66,17 +66,24 @@ type Membership struct {
 
 // Drive ties m to the worker's limiter once it exists: from then on each
 // heartbeat carries l's rate and the time a request last waited in it
-// (what the fleet controller raises on), and, when counts is true
-// (limiter.share.mode members), every change of the instance count is
-// applied to l at once, the current one included. A count l refuses is
-// logged and skipped.
-func (m *Membership) Drive(l Limiter, counts bool) error {
+// (what the fleet controller raises on), starting with one written at
+// once (Run retries it if it fails), and, when counts is true (limiter.share.mode members), every
+// change of the instance count is applied to l: the current one at once
+// (its error is Drive's), each later one as it is seen (a count l refuses
+// is then logged and skipped).
+func (m *Membership) Drive(ctx context.Context, l Limiter, counts bool) error {
 	m.mu.Lock()
 	m.lim, m.counts = l, counts
 	n := m.n
 	m.mu.Unlock()
 	if counts {
-		return l.SetInstanceCount(n)
+		if err := l.SetInstanceCount(n); err != nil {
+			return err
+		}
+	}
+	if err := m.write(ctx, time.Now()); err != nil {
+		// Run writes it again soon; the worker starts all the same.
+		m.set.log.Warn("cluster: heartbeat not written", "err", err)
 	}
 	return nil
 }
@@ -313,16 +320,8 @@ func (m *Membership) write(ctx context.Context, now time.Time) error {
 	m.mu.Unlock()
 	rate, accepted := 0.0, 0.0 // no limiter yet: no rate to report
 	var waited time.Time
-	switch {
-	case lim != nil:
+	if lim != nil {
 		rate, waited, accepted = lim.Rate(), lim.LastWait(), lim.AcceptedUnits()
-	default:
-		if m.set.rate != nil {
-			rate = m.set.rate()
-		}
-		if m.set.lastWait != nil {
-			waited = m.set.lastWait()
-		}
 	}
 	m.mu.Lock()
 	v := Member{ID: m.cfg.ID, Started: m.started, Refreshed: now, Rate: rate, Share: m.share, Leases: m.leases, Waited: waited, Accepted: accepted}

@@ -13,6 +13,7 @@ import (
 
 func newDemoCmd() *cobra.Command {
 	o := demo.DefaultOptions()
+	o.Version = currentVersion()
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Drain a backlog into a model API with a hidden quota, all in one process",
@@ -57,7 +58,7 @@ Ctrl-C stops the demo cleanly; a second Ctrl-C exits at once.`,
 				return err
 			}
 			if rep.Interrupted() {
-				// 130; after SIGTERM exitStatus makes it 143.
+				// 130; after SIGTERM cli.ExitStatus makes it 143.
 				return &cli.ExitError{Code: 130}
 			}
 			return nil

@@ -51,8 +51,10 @@ first bytes of the payload and are skipped.`,
 			if err != nil {
 				return err
 			}
-			defer r.Close()
 			n, err := r.Replay(ctx, o, cmd.OutOrStdout())
+			if cerr := r.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("dlq replay: %w", cerr)
+			}
 			if err != nil {
 				return err
 			}

@@ -21,7 +21,7 @@ func main() {
 }
 
 // execute runs the command line and returns the process exit status
-// (exitStatus: 0, 1, 2, or 128 + the signal that stopped it).
+// (cli.ExitStatus: 0, 1, 2, or 128 + the signal that stopped it).
 func execute(ctx context.Context, args []string) int {
 	ctx, signals := cli.CatchSignals(ctx)
 	root := newRootCmd()

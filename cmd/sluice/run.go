@@ -30,7 +30,7 @@ type runFlags struct {
 	natsPort      int
 	logFormat     string
 	logLevel      string
-	ui            bool // the live page on metrics.listen (ui.go)
+	ui            bool // the live page on metrics.listen (docs/ui.md)
 	uiListen      string
 	metricsListen string
 	exitWhenEmpty bool

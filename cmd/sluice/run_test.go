@@ -58,7 +58,7 @@ func mustValid(t *testing.T, cfg config.Config) config.Config {
 	return cfg
 }
 
-// running is a worker started with runWorker.
+// running is a worker started with run.Worker.
 type running struct {
 	cancel context.CancelFunc
 	done   chan error
@@ -97,10 +97,10 @@ func (r *running) stop(t *testing.T) {
 	select {
 	case err := <-r.done:
 		if err != nil {
-			t.Errorf("runWorker: %v", err)
+			t.Errorf("run.Worker: %v", err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("runWorker did not return within 30s of cancel")
+		t.Fatal("run.Worker did not return within 30s of cancel")
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // version is set at build time with -ldflags "-X main.version=...", from
-// git describe (see the Makefile). Without it, resolveVersion reads the
+// git describe (see the Makefile). Without it, cli.ResolveVersion reads the
 // version the Go toolchain stamped into the binary.
 var version = "dev"
 

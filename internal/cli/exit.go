@@ -24,8 +24,8 @@ import (
 //	130  stopped by SIGINT, 143 by SIGTERM (128 + the signal's number),
 //	     after the command's clean shutdown
 const (
-	ExitOK      = 0
-	ExitFailure = 1
+	exitOK      = 0
+	exitFailure = 1
 	ExitUsage   = 2
 )
 
@@ -73,11 +73,11 @@ func ExitStatus(err error, sig os.Signal) int {
 		}
 		return 128 + int(syscall.SIGTERM)
 	case err == nil:
-		return ExitOK
+		return exitOK
 	case isExit:
 		return ee.Code
 	}
-	return ExitFailure
+	return exitFailure
 }
 
 // SignalCatcher records the first SIGINT or SIGTERM and cancels the

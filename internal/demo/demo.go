@@ -66,18 +66,23 @@ type Options struct {
 	Rate     float64 // initial rate of the whole budget, units per minute
 	SVG      string  // chart path; "" writes none
 	NATSPort int     // 0 or -1: a free port
-	// sample is the interval between two samples of the chart and two
+	// Sample is the interval between two samples of the chart and two
 	// refreshes of the progress on a terminal. Default 1s.
 	Sample time.Duration
-	// tempDir is where the demo's temporary directory is made; "" is the
+	// TempDir is where the demo's temporary directory is made; "" is the
 	// system's.
 	TempDir string
+	// Version is the version of sluice, for the workers' sluice_build_info
+	// and their spans.
+	Version string
 }
 
+// DefaultOptions are the options of `sluice demo` without flags.
 func DefaultOptions() Options {
 	return Options{Workers: 2, Jobs: 400, Quota: 1200, Rate: 600, SVG: "demo.svg", Sample: time.Second}
 }
 
+// Validate reports every option out of its range, each naming its flag.
 func (o Options) Validate() error {
 	lim := limiter.DefaultConfig()
 	largest := demoJobTypes[len(demoJobTypes)-1].cost
@@ -115,7 +120,6 @@ type Report struct {
 	drain       time.Duration
 	interrupted bool
 	svg         string // written chart, "" when none
-	err         error  // why the backlog could not be filled
 }
 
 // Interrupted reports whether ctx ended before the backlog was drained.
@@ -198,8 +202,8 @@ func Run(ctx context.Context, o Options, out io.Writer, width int) (Report, erro
 		return rep, err
 	}
 	defer src.Close()
-	if !fillBacklog(ctx, src, o, &rep, out) {
-		return rep, rep.err
+	if ok, err := fillBacklog(ctx, src, o, &rep, out); !ok {
+		return rep, err
 	}
 	mon := &demoMonitor{o: o, rep: &rep, probes: make([]atomic.Pointer[run.Probe], o.Workers), api: api, src: src, out: out, width: width}
 	if err := drain(ctx, cfg, mon); err != nil {
@@ -223,23 +227,22 @@ func Run(ctx context.Context, o Options, out io.Writer, width int) (Report, erro
 }
 
 // fillBacklog enqueues the demo's jobs and prints the backlog line; false
-// when it was interrupted (rep says so) or failed (rep.err).
-func fillBacklog(ctx context.Context, src sources.Source, o Options, rep *Report, out io.Writer) bool {
+// when it was interrupted (rep says so, and the error is nil) or failed.
+func fillBacklog(ctx context.Context, src sources.Source, o Options, rep *Report, out io.Writer) (bool, error) {
 	jobs, units := demoJobs(o.Jobs)
 	rep.totalUnits = units
-	res, err := queue.Enqueue(ctx, src, bytes.NewReader(jobs), "demo jobs", nil, io.Discard)
+	res, err := queue.Enqueue(ctx, src, bytes.NewReader(jobs), "demo jobs", io.Discard)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		rep.interrupted = true
 		fmt.Fprintln(out, "interrupted while enqueueing")
-		return false
+		return false, nil
 	case err != nil:
-		rep.err = err
-		return false
+		return false, err
 	}
 	fmt.Fprintf(out, "  backlog    %d jobs enqueued, %s units (cost 1, 2 or 5); ideal drain at the quota %s\n\n",
 		res.Published, fnum(units), queue.FormatDuration(rep.ideal()))
-	return true
+	return true, nil
 }
 
 // drain runs the workers, each as `sluice run` would run it, while mon
@@ -252,7 +255,8 @@ func drain(ctx context.Context, cfg config.Config, mon *demoMonitor) error {
 	for i := range mon.probes {
 		wc := cfg
 		wc.Worker.ID = fmt.Sprintf("demo-worker-%d", i+1)
-		o := run.Options{Log: slog.New(slog.DiscardHandler), Started: func(p run.Probe) { mon.probes[i].Store(&p) }}
+		o := run.Options{Log: slog.New(slog.DiscardHandler), Version: mon.o.Version,
+			Started: func(p run.Probe) { mon.probes[i].Store(&p) }}
 		g.Go(func() error {
 			if err := run.Worker(gctx, wc, o); err != nil {
 				return fmt.Errorf("demo: worker %d: %w", i+1, err)
@@ -340,8 +344,9 @@ func openChart(path string) (*chartFile, error) {
 
 // write replaces the file's content with the chart and closes it.
 func (c *chartFile) write(ch *sim.Chart) error {
-	c.written = true
-	return writeDemoChart(c.f, ch)
+	err := writeDemoChart(c.f, ch)
+	c.written = err == nil
+	return err
 }
 
 // discard closes a chart file that was never written, and removes it if

@@ -17,8 +17,7 @@ import (
 )
 
 // demoMonitor samples the workers (through their snapshots) and the model
-// API, draws the progress, and
-// records the series of the chart.
+// API, draws the progress, and records the series of the chart.
 type demoMonitor struct {
 	o   Options
 	rep *Report

@@ -120,8 +120,8 @@ func natsStore(ctx context.Context, cfg config.Config, js *natsjs.Source) (store
 
 // Replay enqueues again the original job of every record that o.Filter
 // matches, and writes a line per matching record on out.
-func (rp *Replayer) Replay(ctx context.Context, o Options, out io.Writer) (Counts, error) {
-	return replay(ctx, rp.store, rp.src, o, out)
+func (r *Replayer) Replay(ctx context.Context, o Options, out io.Writer) (Counts, error) {
+	return replay(ctx, r.store, r.src, o, out)
 }
 
 func replay(ctx context.Context, store store, src sources.Source, o Options, out io.Writer) (Counts, error) {

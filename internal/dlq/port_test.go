@@ -28,7 +28,7 @@ func TestOpenPortInUse(t *testing.T) {
 	if !strings.Contains(msg, "source.jetstream.embedded.port") || !strings.Contains(msg, strconv.Itoa(cfg.Source.JetStream.Embedded.Port)) {
 		t.Errorf("error %q does not name the setting and the port", msg)
 	}
-	if strings.Contains(msg, "choose a free port with --nats-port") || !strings.Contains(msg, "run and enqueue take it as --nats-port") {
+	if strings.Contains(msg, "choose a free port with --nats-port") || !strings.Contains(msg, "run, enqueue and status take it as --nats-port") {
 		t.Errorf("error %q offers --nats-port as if dlq replay had it", msg)
 	}
 }

@@ -60,11 +60,11 @@ func EnqueueFile(ctx context.Context, cfg config.Source, path string, stdin io.R
 		return Result{}, err
 	}
 
-	var prog *Progress
+	var prog *progressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		prog = &Progress{w: stderr, total: size}
+		prog = &progressBar{w: stderr, total: size}
 	}
-	res, err := Enqueue(ctx, src, in, name, prog, stderr)
+	res, err := enqueue(ctx, src, in, name, prog, stderr)
 	fmt.Fprintf(stdout, "enqueue: %d jobs published (%d already queued), %d bad lines, from %s\n",
 		res.Published, res.Duplicates, res.Bad, name)
 	if cerr := src.Close(); err == nil && cerr != nil {
@@ -81,8 +81,13 @@ type Result struct {
 }
 
 // Enqueue publishes each good line of r and reports each bad one on
-// errw as "name:line: reason". prog may be nil.
-func Enqueue(ctx context.Context, src sources.Source, r io.Reader, name string, prog *Progress, errw io.Writer) (Result, error) {
+// errw as "name:line: reason".
+func Enqueue(ctx context.Context, src sources.Source, r io.Reader, name string, errw io.Writer) (Result, error) {
+	return enqueue(ctx, src, r, name, nil, errw)
+}
+
+// enqueue is Enqueue drawing its progress on prog (nil: none).
+func enqueue(ctx context.Context, src sources.Source, r io.Reader, name string, prog *progressBar, errw io.Writer) (Result, error) {
 	var res Result
 	br := bufio.NewReaderSize(r, 1<<20)
 	var read int64
@@ -194,16 +199,16 @@ func excerpt(raw []byte) string {
 	return string(raw)
 }
 
-// Progress draws a one-line progress bar on a terminal. A nil *Progress
-// draws nothing.
-type Progress struct {
+// progressBar draws a one-line progress bar on a terminal. A nil
+// *progressBar draws nothing.
+type progressBar struct {
 	w     io.Writer
 	total int64 // bytes, 0 when unknown
 	last  time.Time
 	drawn bool
 }
 
-func (p *Progress) update(read int64, jobs int) {
+func (p *progressBar) update(read int64, jobs int) {
 	if p == nil || time.Since(p.last) < 100*time.Millisecond {
 		return
 	}
@@ -219,7 +224,7 @@ func (p *Progress) update(read int64, jobs int) {
 	fmt.Fprintf(p.w, "\r[%s%s] %3.0f%% %d jobs published", strings.Repeat("=", filled), strings.Repeat(" ", width-filled), frac*100, jobs)
 }
 
-func (p *Progress) clear() {
+func (p *progressBar) clear() {
 	if p == nil || !p.drawn {
 		return
 	}

@@ -47,7 +47,7 @@ func TestEnqueueOversizedLineMemory(t *testing.T) {
 	}
 	in := `{"id":"a"}` + "\n" + `{"id":"big","body":"` + strings.Repeat("x", 100) + `"}` + "\n" + `{"id":"b"}`
 	var errw bytes.Buffer
-	res, err := Enqueue(t.Context(), src, strings.NewReader(in), "jobs.jsonl", nil, &errw)
+	res, err := Enqueue(t.Context(), src, strings.NewReader(in), "jobs.jsonl", &errw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func TestEnqueueMemory(t *testing.T) {
 	}, "\n")
 	for run := 1; run <= 2; run++ {
 		var errw bytes.Buffer
-		res, err := Enqueue(t.Context(), src, strings.NewReader(in), "jobs.jsonl", nil, &errw)
+		res, err := Enqueue(t.Context(), src, strings.NewReader(in), "jobs.jsonl", &errw)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,14 +55,18 @@ func Status(ctx context.Context, cfg config.Config, o StatusOptions, stdout, std
 	if err != nil {
 		return err
 	}
+	if !o.JSON {
+		// The queue's table first: it stands even if the members cannot
+		// be listed.
+		if err := printStatus(stdout, s.st, p, false, nil); err != nil {
+			return err
+		}
+	}
 	members, err := run.ListMembers(ctx, cfg, log) // limiter.share members
 	if err != nil {
 		return err
 	}
 	if !o.JSON {
-		if err := printStatus(stdout, s.st, p, false, nil); err != nil {
-			return err
-		}
 		return members.Print(stdout)
 	}
 	return printStatus(stdout, s.st, p, true, members)

@@ -122,11 +122,7 @@ func Worker(ctx context.Context, cfg config.Config, o Options) error {
 	if o.Started != nil {
 		o.Started(Probe{lim: lim, w: w})
 	}
-	wcfg := w.Config()
-	log.Info("sluice running", "source", cfg.Source.Kind, "target", cfg.ShownTarget(hc),
-		"max_in_flight", wcfg.MaxInFlight, "units_per_minute", cfg.Limiter.InitialUnitsPerMinute,
-		"limiter", !cfg.Limiter.Disabled, "worker_id", wcfg.ID)
-	return serve(ctx, cfg, o, running{src: src, lim: lim, w: w, share: share, runShare: runShare})
+	return serve(ctx, cfg, o, running{src: src, lim: lim, w: w, share: share, runShare: runShare, target: cfg.ShownTarget(hc)})
 }
 
 // running is what serve runs beside the worker.
@@ -136,6 +132,7 @@ type running struct {
 	w        *worker.Worker
 	share    *shareRun
 	runShare func(context.Context) error
+	target   string // the target as the logs may show it
 }
 
 // serve runs the worker, its share of the budget, the saturation gauge and
@@ -146,8 +143,12 @@ func serve(ctx context.Context, cfg config.Config, o Options, r running) error {
 	if err := RegisterOpsMetrics(o.Registry, sat, r.src, o.Version, log); err != nil {
 		return err
 	}
+	wcfg := r.w.Config()
+	log.Info("sluice running", "source", cfg.Source.Kind, "target", r.target,
+		"max_in_flight", wcfg.MaxInFlight, "units_per_minute", cfg.Limiter.InitialUnitsPerMinute,
+		"limiter", !cfg.Limiter.Disabled, "worker_id", wcfg.ID)
 	ops := opsConfig{Metrics: cfg.Metrics, ui: o.UI, uiListen: o.UIListen, version: o.Version}
-	ops = withUI(ops, Probe{lim: r.lim, w: r.w}, r.src, r.share, r.w.Config().ID)
+	ops = withUI(ops, Probe{lim: r.lim, w: r.w}, r.src, r.share, wcfg.ID)
 	// The worker may end first (ExitWhenEmpty): the rest stops with it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

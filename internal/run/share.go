@@ -162,7 +162,7 @@ func (r *shareRun) start(ctx context.Context, lim *limiter.Limiter, log *slog.Lo
 		return func(ctx context.Context) error { return r.mem.Run(ctx, lim.Adapt) }, nil
 	}
 	runs := []func(context.Context) error{r.m.Run, func(ctx context.Context) error { return r.fleet.Run(ctx, lim) }}
-	if err := r.m.Drive(lim, r.mode == config.ShareMembers); err != nil {
+	if err := r.m.Drive(ctx, lim, r.mode == config.ShareMembers); err != nil {
 		return nil, fmt.Errorf("limiter.share: %w", err)
 	}
 	if r.mode == config.ShareLeases {

@@ -45,7 +45,7 @@ func OpenJetStream(ctx context.Context, c config.JetStream, log *slog.Logger) (*
 	var inUse *natsjs.PortInUseError
 	switch {
 	case errors.As(err, &inUse):
-		return nil, fmt.Errorf("source.jetstream.embedded.port: %s is in use (%w); choose a free port in source.jetstream.embedded.port (-1 picks a random one; run and enqueue take it as --nats-port), or, if it is a NATS server you want to use, point source.jetstream.url at it (--nats-url)", inUse.Addr, inUse.Err)
+		return nil, fmt.Errorf("source.jetstream.embedded.port: %s is in use (%w); choose a free port in source.jetstream.embedded.port (-1 picks a random one; run, enqueue and status take it as --nats-port), or, if it is a NATS server you want to use, point source.jetstream.url at it (--nats-url)", inUse.Addr, inUse.Err)
 	case err != nil:
 		return nil, &sectionError{section: "source.jetstream", prefix: "jetstream: ", err: err}
 	}

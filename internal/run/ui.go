@@ -124,7 +124,9 @@ func uiSource(p snapshots, src sources.Source, members func() []cluster.Member, 
 			s.Rejections[string(reason)] = float64(n)
 		}
 		for outcome, n := range ws.Jobs {
-			s.Jobs[outcome.String()] = float64(n)
+			if n > 0 { // the page lists the outcomes seen ("None yet." before any)
+				s.Jobs[outcome.String()] = float64(n)
+			}
 		}
 		if ss != nil {
 			sctx, cancel := context.WithTimeout(ctx, sourceStatsTimeout)

@@ -62,7 +62,7 @@ func TestUISource(t *testing.T) {
 	if s.Rate != 600 || s.Capacity != 100 || s.Tokens < 95 || s.Tokens > 100 || s.Units != 5 || s.Instances != 1 {
 		t.Errorf("limiter: %+v", s)
 	}
-	if s.Jobs["succeeded"] != 7 || s.Jobs["dead_lettered"] != 1 || s.InFlight != 2 || s.Backlog != 17 || s.Members != nil {
+	if len(s.Jobs) != 2 || s.Jobs["succeeded"] != 7 || s.Jobs["dead_lettered"] != 1 || s.InFlight != 2 || s.Backlog != 17 || s.Members != nil {
 		t.Errorf("jobs %v, in flight %v, backlog %v, members %v", s.Jobs, s.InFlight, s.Backlog, s.Members)
 	}
 	if s.Rejections["max_wait"] != 0 || len(s.Rejections) != len(lim.Stats().Rejections) {
