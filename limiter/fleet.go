@@ -179,6 +179,12 @@ func (f *FleetRules) Raise(s FleetState, now time.Time, v FleetView) (FleetState
 		return s, false
 	}
 	ns := s
+	if end := s.LastCut.Add(fleetPlateau); f.cfg.Controller == ControllerCUBIC && !s.SlowStart && s.Accepted > 0 &&
+		!now.Before(end) && s.CutTime.Before(end) {
+		// CUBIC's curve rose all through the plateau: it starts again at
+		// its end, from the rate, so that the probe is no jump.
+		ns.CutTime, ns.WMax, ns.K = end, s.Rate, 0
+	}
 	if !f.rules.Raise(&ns.Adapt, now, v.LastWait.After(s.IncClock)) {
 		return s, false
 	}

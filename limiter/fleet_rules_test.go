@@ -197,3 +197,23 @@ func TestCoreFollowCutDropsSurplus(t *testing.T) {
 		t.Fatalf("accepted units at 83 %v, want none: second 23 left the minute", got)
 	}
 }
+
+// CUBIC's curve keeps rising through the plateau; at the plateau's end it
+// starts again from the rate, so that the first probe above the measured
+// quota is one small step, not the whole curve at once.
+func TestFleetPlateauCUBIC(t *testing.T) {
+	f := testRules(t, func(c *Config) {
+		c.SlowStart, c.InitialUnitsPerMinute, c.Controller = false, 3000, ControllerCUBIC
+	})
+	s := f.Start(fat(0))
+	s, _, _ = f.Throttle(s, report(100, 99.9, 0), 2800) // rate 2520, plateau at 2716 until 400
+	s, raised := f.Raise(s, fat(200), FleetView{LastWait: fat(199)})
+	if !raised || math.Abs(s.Rate-2716) > 1e-9 {
+		t.Fatalf("raise within the plateau: %v, rate %v; want up to 2716", raised, s.Rate)
+	}
+	ns, raised := f.Raise(s, fat(410), FleetView{LastWait: fat(409)})
+	want := 2716 + 0.003*10*10*10 // C·(t − 400)³ + the rate at the plateau's end
+	if !raised || math.Abs(ns.Rate-want) > 1e-6 || !ns.CutTime.Equal(fat(400)) {
+		t.Fatalf("first raise after the plateau: %v, rate %v, epoch %v; want %v from 400", raised, ns.Rate, ns.CutTime.Sub(ft0).Seconds(), want)
+	}
+}
