@@ -13,6 +13,7 @@ import (
 // startEmbedded starts the embedded server, or finds the one another
 // process runs on the same store directory, and returns its URL.
 func (s *Source) startEmbedded(ctx context.Context) (string, error) {
+	s.storeDir = s.cfg.Embedded.StoreDir
 	srv, err := StartServer(s.cfg.Embedded, s.log)
 	if err == nil {
 		s.srv = srv
@@ -26,8 +27,13 @@ func (s *Source) startEmbedded(ctx context.Context) (string, error) {
 		if s.isEmbeddedServer(u) {
 			// Found through the port, not through this store: the jobs go
 			// to the other directory's store. Say so, and name it.
+			its := s.embeddedStoreOf(u)
 			s.log.Warn("using the embedded nats server of another store directory, found on its port; jobs go to its store, not to this one",
-				"url", u, "its_store_dir", s.embeddedStoreOf(u), "store_dir", s.cfg.Embedded.StoreDir)
+				"url", u, "its_store_dir", its, "store_dir", s.cfg.Embedded.StoreDir)
+			s.storeDir = its
+			if its == unknownStore {
+				s.storeDir = ""
+			}
 			return u, nil
 		}
 		return "", err
@@ -84,17 +90,20 @@ func (s *Source) answerStoreDir() {
 	}
 }
 
+// unknownStore is embeddedStoreOf's answer when no process answers.
+const unknownStore = "unknown"
+
 // embeddedStoreOf asks the embedded server at url for its store directory;
-// "unknown" if no process answers.
+// unknownStore if no process answers.
 func (s *Source) embeddedStoreOf(url string) string {
 	nc, err := nats.Connect(url, nats.Name(s.cfg.Name), nats.Timeout(2*time.Second), nats.NoReconnect())
 	if err != nil {
-		return "unknown"
+		return unknownStore
 	}
 	defer nc.Close()
 	m, err := nc.Request(storeSubject, nil, 2*time.Second)
 	if err != nil {
-		return "unknown"
+		return unknownStore
 	}
 	return string(m.Data)
 }

@@ -73,15 +73,16 @@ func (s *Source) Healthy(ctx context.Context) error {
 	return nil
 }
 
-// storeFault reports a failure of the embedded store that the JetStream
+// storeFault reports a failure of the embedded store in use (this
+// Source's, or the one of the server found on the port) that the JetStream
 // API does not show: its directory is gone (the server keeps answering
 // from memory, and stores nothing more), or the server reported a write
 // failure.
 func (s *Source) storeFault() error {
-	if s.cfg.URL != Embedded {
+	if s.storeDir == "" {
 		return nil
 	}
-	dir := filepath.Join(s.cfg.Embedded.StoreDir, "jetstream")
+	dir := filepath.Join(s.storeDir, "jetstream")
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("jetstream: the embedded store %s is not readable: %w", dir, err)
 	}

@@ -1,7 +1,10 @@
 package natsjs_test
 
 import (
+	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -91,5 +94,34 @@ func TestRefusedPublishIsUnhealthy(t *testing.T) {
 	}
 	if err := s.Healthy(ctx); err != nil {
 		t.Fatalf("Healthy after a stored publish = %v", err)
+	}
+}
+
+// A source that joined another directory's embedded server through its
+// port is healthy while that server's store is, whatever its own
+// directory holds, and unhealthy once that store is removed (#15).
+func TestJoinedByPortHealthFollowsItsStore(t *testing.T) {
+	first := uniqueConfig(natsjs.Embedded)
+	firstDir := filepath.Join(t.TempDir(), "first-store")
+	first.Embedded = natsjs.EmbeddedConfig{StoreDir: firstDir, Port: natsjs.RandomPort}
+	a := open(t, first)
+	defer a.Close()
+	_, portStr, _ := net.SplitHostPort(strings.TrimPrefix(a.EmbeddedURL(), "nats://"))
+	port, _ := strconv.Atoi(portStr)
+	second := first
+	second.Embedded = natsjs.EmbeddedConfig{StoreDir: filepath.Join(t.TempDir(), "second-store"), Port: port}
+	b := open(t, second)
+	defer b.Close()
+	if b.Server() != nil {
+		t.Fatal("the second source started its own server")
+	}
+	if err := b.Healthy(t.Context()); err != nil {
+		t.Fatalf("joined by port: %v", err)
+	}
+	if err := os.RemoveAll(firstDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Healthy(t.Context()); err == nil || !strings.Contains(err.Error(), "first-store") {
+		t.Fatalf("with the first store removed: %v, want it named", err)
 	}
 }

@@ -26,6 +26,7 @@ type Source struct {
 	log         *slog.Logger
 	srv         *Server // the embedded server this Source started, if any
 	embeddedURL string
+	storeDir    string // the store directory of the embedded server in use; "" when unknown or not embedded
 	nc          *nats.Conn
 	js          jetstream.JetStream
 	cons        jetstream.Consumer
