@@ -3,6 +3,7 @@ package call
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -100,8 +101,8 @@ func (c Classifier) Classify(status int, h http.Header, now time.Time) Outcome {
 		o.Kind = Success
 		return o
 	}
-	wait, hasWait := c.wait(h, now)
-	o.RetryAfter = wait
+	wait, hasWait, beyond := c.wait(h, now)
+	o.RetryAfter, o.WaitBeyondCap = wait, beyond
 
 	throttle := c.ThrottleStatuses
 	if throttle == nil {
@@ -133,23 +134,29 @@ func (c Classifier) ClassifyResponse(resp *http.Response, err error) Outcome {
 }
 
 // wait returns the first valid wait among the configured headers and
-// Retry-After, and whether there was one.
-func (c Classifier) wait(h http.Header, now time.Time) (time.Duration, bool) {
+// Retry-After, capped at MaxRetryAfter; whether there was one; and whether
+// it asked for more than the cap.
+func (c Classifier) wait(h http.Header, now time.Time) (d time.Duration, ok, beyond bool) {
 	max := c.MaxRetryAfter
 	if max <= 0 {
 		max = DefaultMaxRetryAfter
 	}
+	// Parsed against a cap one second higher, a wait beyond the cap shows.
+	over := max
+	if max <= math.MaxInt64-time.Second {
+		over = max + time.Second
+	}
 	for _, rh := range c.RetryAfterHeaders {
 		for _, v := range h.Values(rh.Name) {
-			if d, ok := parseWait(v, rh.Unit, now, max); ok {
-				return d, true
+			if d, ok := parseWait(v, rh.Unit, now, over); ok {
+				return min(d, max), true, d > max
 			}
 		}
 	}
 	for _, v := range h.Values("Retry-After") {
-		if d, ok := parseWait(v, UnitSeconds, now, max); ok {
-			return d, true
+		if d, ok := parseWait(v, UnitSeconds, now, over); ok {
+			return min(d, max), true, d > max
 		}
 	}
-	return 0, false
+	return 0, false, false
 }

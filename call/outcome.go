@@ -37,5 +37,10 @@ type Outcome struct {
 	Kind       Kind
 	Status     int           // HTTP status, 0 for a network error
 	RetryAfter time.Duration // 0 when the response gave none
-	Quota      Quota         // the quota the response announced; zero when none
+	// WaitBeyondCap: the response asked for a wait beyond the classifier's
+	// MaxRetryAfter, so RetryAfter holds the cap. The limiter does not
+	// believe such an answer (docs/limiter.md, Throttle); the worker still
+	// hands the job back with the capped wait.
+	WaitBeyondCap bool
+	Quota         Quota // the quota the response announced; zero when none
 }

@@ -273,6 +273,7 @@ func (c *Core) find(id uint64) int {
 // request granted after a pause also moves the restart after it
 // (restart.go). In disabled mode nothing changes.
 func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
+	o = believed(o)
 	t := c.offset(now)
 	c.advance(t)
 	if c.cfg.Disabled {
@@ -571,3 +572,17 @@ func (c *Core) Instances() int { return c.rules.part.Instances }
 
 // Disabled reports whether the Core runs in disabled mode.
 func (c *Core) Disabled() bool { return c.cfg.Disabled }
+
+// believed is an outcome as the rules take it: a throttle that asked for a
+// wait beyond the classifier's cap (call.Outcome.WaitBeyondCap: a
+// Retry-After of years, a reset date in year 9999) is an answer the
+// limiter does not believe, and changes nothing, like a 5xx. Honoured, a
+// target that sends one on every throttle would hold the limiter paused
+// and its rate at the minimum; a genuine wait that long (a quota for the
+// day) is not one that a pause of max_pause could serve anyway.
+func believed(o call.Outcome) call.Outcome {
+	if o.Kind == call.Throttle && o.WaitBeyondCap {
+		o.Kind, o.RetryAfter = call.ServerError, 0
+	}
+	return o
+}

@@ -333,7 +333,7 @@ func (l *Limiter) Observe(t Ticket, o call.Outcome) {
 	after := l.core.Rate()
 	until, paused := l.core.PausedUntil()
 	var report ThrottleReport
-	if o.Kind == call.Throttle && l.onThrottle != nil && !l.core.Disabled() && t.Units > 0 {
+	if believed(o).Kind == call.Throttle && l.onThrottle != nil && !l.core.Disabled() && t.Units > 0 {
 		report = l.core.Report(now, t.Granted, o.RetryAfter)
 	}
 	l.metrics.setState(l.core)

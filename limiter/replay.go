@@ -74,6 +74,7 @@ type traceEvent struct {
 	ID         *string      `json:"id"`
 	Units      *json.Number `json:"units"`
 	RetryAfter *json.Number `json:"retry_after"`
+	BeyondCap  *bool        `json:"beyond_cap"` // throttle: the wait asked for was beyond the cap
 	SentAt     *json.Number `json:"sent_at"`
 	Count      *json.Number `json:"count"`
 	Quota      *traceQuota  `json:"quota"`
@@ -297,6 +298,7 @@ func (rp *replay) outcome(ev traceEvent, now time.Time, o call.Outcome) error {
 	}
 	sent := rq.grantAt
 	if o.Kind == call.Throttle {
+		o.WaitBeyondCap = ev.BeyondCap != nil && *ev.BeyondCap
 		if ev.RetryAfter != nil {
 			ra, err := seconds(*ev.RetryAfter)
 			if err != nil {
