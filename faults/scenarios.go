@@ -40,16 +40,6 @@ func Scenarios() []Scenario {
 		{"cluster-node-loss", "a 3-node JetStream cluster, stream at 3 replicas; the consumer leader gets SIGKILL mid-drain and returns 15 s later", clusterNodeLoss},
 		{"kill-embedded", "the default setup: the queue embedded in the first of 2 workers, the second joining it; the first gets SIGKILL mid-drain, 2 times, and is restarted", killEmbedded},
 		{"fleet-kv-outage", "2 workers in limiter.share.mode members coordinate through a NATS server of their own; it is stopped for 10 s mid-drain and started again", fleetKVOutage},
-	}
-}
-
-// NamedScenarios run only when named with -scenario. hostile-target is
-// one of them until it passes: today its queue does not drain within the
-// drain timeout (throttles that do not depend on the rate make slow start
-// fall back to the minimum rate and keep the increase clock from running),
-// see docs/reliability.md.
-func NamedScenarios() []Scenario {
-	return []Scenario{
 		{"hostile-target", "a target answering huge and malformed Retry-After values, 3xx, slow bodies and resets, and jobs of absurd cost: every job succeeds or is dead-lettered with its reason, no slot waits longer than backoff.cap", hostileTargetScenario},
 	}
 }

@@ -139,7 +139,7 @@ func run(args []string) int {
 
 func names() string {
 	var n []string
-	for _, sc := range append(faults.Scenarios(), faults.NamedScenarios()...) {
+	for _, sc := range faults.Scenarios() {
 		n = append(n, sc.Name)
 	}
 	return strings.Join(append(n, faults.FloodScenario().Name), ", ")
@@ -151,7 +151,7 @@ func pick(only string) ([]faults.Scenario, error) {
 		return all, nil
 	}
 	byName := map[string]faults.Scenario{}
-	for _, sc := range append(append(all, faults.NamedScenarios()...), faults.FloodScenario()) {
+	for _, sc := range append(all, faults.FloodScenario()) {
 		byName[sc.Name] = sc
 	}
 	var out []faults.Scenario
