@@ -47,12 +47,6 @@ func TestClassify(t *testing.T) {
 			call.Outcome{Kind: call.Throttle, Status: 429}},
 		{"429 with huge Retry-After", call.Classifier{}, 429, hdr("Retry-After", "1000000000000000000000"),
 			call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: call.DefaultMaxRetryAfter, WaitBeyondCap: true}},
-		{"429 with Retry-After at the cap", call.Classifier{}, 429, hdr("Retry-After", "86400"),
-			call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: call.DefaultMaxRetryAfter}},
-		{"429 with Retry-After a second over the cap", call.Classifier{}, 429, hdr("Retry-After", "86401"),
-			call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: call.DefaultMaxRetryAfter, WaitBeyondCap: true}},
-		{"503 with a Retry-After date in year 9999", call.Classifier{}, 503, hdr("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT"),
-			call.Outcome{Kind: call.Throttle, Status: 503, RetryAfter: call.DefaultMaxRetryAfter, WaitBeyondCap: true}},
 		{"503 with Retry-After", call.Classifier{}, 503, hdr("Retry-After", "3"),
 			call.Outcome{Kind: call.Throttle, Status: 503, RetryAfter: 3 * time.Second}},
 		{"503 with Retry-After 0", call.Classifier{}, 503, hdr("Retry-After", "0"),
@@ -207,4 +201,27 @@ func ExampleClassifier() {
 	// throttle 503 1.5s
 	// server_error 503 0s
 	// client_error 404 0s
+}
+
+// A wait beyond the cap is marked (the limiter does not believe it); a
+// wait at the cap is not.
+func TestClassifyWaitBeyondCap(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		status int
+		h      http.Header
+		want   call.Outcome
+	}{
+		{"429 with Retry-After at the cap", 429, hdr("Retry-After", "86400"),
+			call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: call.DefaultMaxRetryAfter}},
+		{"429 with Retry-After a second over the cap", 429, hdr("Retry-After", "86401"),
+			call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: call.DefaultMaxRetryAfter, WaitBeyondCap: true}},
+		{"503 with a Retry-After date in year 9999", 503, hdr("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT"),
+			call.Outcome{Kind: call.Throttle, Status: 503, RetryAfter: call.DefaultMaxRetryAfter, WaitBeyondCap: true}},
+	} {
+		if got := (call.Classifier{}).Classify(tc.status, tc.h, now); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
 }
