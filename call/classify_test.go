@@ -14,13 +14,6 @@ import (
 
 func TestClassify(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	hdr := func(kv ...string) http.Header {
-		h := http.Header{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			h.Add(kv[i], kv[i+1])
-		}
-		return h
-	}
 	custom := call.Classifier{RetryAfterHeaders: []call.RetryAfterHeader{
 		{Name: "x-ms-retry-after-ms", Unit: call.UnitMilliseconds},
 		{Name: "X-RateLimit-Reset", Unit: call.UnitUnixTime},
@@ -224,4 +217,13 @@ func TestClassifyWaitBeyondCap(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// hdr is a header of key, value pairs.
+func hdr(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
 }
