@@ -38,9 +38,6 @@ func (l *Limiter) AcceptedUnits() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	a := l.core.AcceptedUnits(now)
-	if l.core.Pending() > 0 {
-		l.dispatchLocked()
-		l.armLocked(now)
-	}
+	l.settleLocked(now)
 	return a
 }

@@ -124,10 +124,7 @@ func (l *Limiter) LastWait() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.core.Advance(now)
-	if l.core.Pending() > 0 {
-		l.dispatchLocked()
-		l.armLocked(now)
-	}
+	l.settleLocked(now)
 	return l.core.LastWait()
 }
 

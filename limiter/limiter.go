@@ -257,6 +257,16 @@ func (l *Limiter) decided(d Decision) (Ticket, error) {
 	return Ticket{}, errMaxWait
 }
 
+// settleLocked hands the waiters what the Core granted or rejected up to
+// now, and arms the timer for what is due next; nothing when no request
+// waits.
+func (l *Limiter) settleLocked(now time.Time) {
+	if l.core.Pending() > 0 {
+		l.dispatchLocked()
+		l.armLocked(now)
+	}
+}
+
 // dispatchLocked hands the Core's decisions to their waiters.
 func (l *Limiter) dispatchLocked() {
 	l.decs = l.core.Drain(l.decs[:0])
@@ -411,10 +421,7 @@ func (l *Limiter) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	tokens := l.core.Tokens(now)
-	if l.core.Pending() > 0 {
-		l.dispatchLocked()
-		l.armLocked(now)
-	}
+	l.settleLocked(now)
 	until, paused := l.core.PausedUntil()
 	return Stats{
 		Rate:        l.core.Rate(),

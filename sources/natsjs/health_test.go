@@ -1,10 +1,8 @@
 package natsjs_test
 
 import (
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -101,13 +99,7 @@ func TestRefusedPublishIsUnhealthy(t *testing.T) {
 // port is healthy while that server's store is, whatever its own
 // directory holds, and unhealthy once that store is removed (#15).
 func TestJoinedByPortHealthFollowsItsStore(t *testing.T) {
-	first := uniqueConfig(natsjs.Embedded)
-	firstDir := filepath.Join(t.TempDir(), "first-store")
-	first.Embedded = natsjs.EmbeddedConfig{StoreDir: firstDir, Port: natsjs.RandomPort}
-	a := open(t, first)
-	defer a.Close()
-	_, portStr, _ := net.SplitHostPort(strings.TrimPrefix(a.EmbeddedURL(), "nats://"))
-	port, _ := strconv.Atoi(portStr)
+	first, firstDir, port := startFirstStore(t)
 	second := first
 	second.Embedded = natsjs.EmbeddedConfig{StoreDir: filepath.Join(t.TempDir(), "second-store"), Port: port}
 	b := open(t, second)
