@@ -219,7 +219,7 @@ for w in 1 2; do
 	m=$(curl -fsS "http://$addr/metrics" 2>/dev/null || true)
 	succeeded=$(printf '%s\n' "$m" | awk '/^sluice_jobs_total\{.*outcome="succeeded"/ { s += $NF } END { print s + 0 }')
 	thr=$(printf '%s\n' "$m" | awk '/^sluice_limiter_throttles_total/ { s += $NF } END { print s + 0 }')
-	rate=$(printf '%s\n' "$m" | awk '/^sluice_limiter_rate_units_per_minute/ { print $NF }')
+	rate=$(printf '%s\n' "$m" | awk '/^sluice_limiter_rate_units_per_minute/ { printf "%.1f", $NF }')
 	echo "worker $w        $succeeded jobs, $thr throttled, rate now ${rate:-?} units/min"
 done
 
