@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,30 +72,41 @@ func TestDriveFeedsTheLimiter(t *testing.T) {
 }
 
 // WithLimiter sets the limiter's share to the leases held, and WithShare
-// sees the same shares.
+// sees the same shares: two workers on 4 partitions each run at half the
+// budget, where a limiter left alone would stay at its whole.
 func TestWithLimiterSetsShare(t *testing.T) {
 	url := startServer(t).ClientURL()
-	cfg := Config{Bucket: uniqueBucket(t), TTL: 3 * time.Second, Partitions: 4, ID: "solo"}
-	m, err := Join(t.Context(), connect(t, url), cfg)
-	if err != nil {
-		t.Fatal(err)
+	cfg := Config{Bucket: uniqueBucket(t), TTL: 3 * time.Second, Partitions: 4}
+	lease := func(id string) (*Leases, *limiter.Limiter, func() float64) {
+		c := cfg
+		c.ID = id
+		m, err := Join(t.Context(), connect(t, url), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runUntilCleanup(t, m.Run)
+		lim, err := limiter.New(limiter.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		last := -1.0
+		l, err := NewLeases(t.Context(), m, WithLimiter(lim), WithShare(func(s float64) {
+			mu.Lock()
+			last = s
+			mu.Unlock()
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runUntilCleanup(t, l.Run)
+		return l, lim, func() float64 { mu.Lock(); defer mu.Unlock(); return last }
 	}
-	runUntilCleanup(t, m.Run)
-	lim, err := limiter.New(limiter.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seen []float64
-	l, err := NewLeases(t.Context(), m, WithLimiter(lim), WithShare(func(s float64) { seen = append(seen, s) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runUntilCleanup(t, l.Run)
-	if len(seen) == 0 {
-		t.Fatal("no share reported")
-	}
-	last := seen[len(seen)-1]
-	if got := lim.Stats().Share; got != last || last != shareOf(len(l.Held()), cfg.Partitions) {
-		t.Errorf("limiter share %v, last reported %v, held %v of %d", got, last, l.Held(), cfg.Partitions)
-	}
+	la, lima, lastA := lease("a")
+	lb, limb, lastB := lease("b")
+	testkit.EventuallyState(t, "each worker at half the budget", func() (bool, string) {
+		sa, sb := lima.Stats().Share, limb.Stats().Share
+		return sa == 0.5 && sb == 0.5 && lastA() == 0.5 && lastB() == 0.5,
+			fmt.Sprintf("limiter shares %v and %v, reported %v and %v, held %v and %v", sa, sb, lastA(), lastB(), la.Held(), lb.Held())
+	})
 }

@@ -192,7 +192,7 @@ func hostileTargetScenario(s *Suite, e *env, rng *rand.Rand) error {
 	if err != nil {
 		return err
 	}
-	if err := e.waitDrained(hostileDrainTimeout); err != nil {
+	if err := e.waitDrained(drainTimeout); err != nil {
 		return err
 	}
 	var peak int64
@@ -219,12 +219,6 @@ func hostileTargetScenario(s *Suite, e *env, rng *rand.Rand) error {
 
 // hostileBackoffCap is worker.backoff.cap in the workers' config.
 const hostileBackoffCap = 2 * time.Second
-
-// hostileDrainTimeout: the target's 429s with a malformed Retry-After
-// (2.5% of the first calls) are believed, as any 429 without a usable
-// wait is, so the limiter slows down as the target asks: the drain takes
-// about 3.5 minutes against the 20 s of the other scenarios.
-const hostileDrainTimeout = 6 * time.Minute
 
 // wantKinds checks that each special job ended as its kind says and that
 // every other job succeeded.

@@ -8,12 +8,6 @@ import (
 	"github.com/sluicehq/sluice/sources"
 )
 
-// queueStater is a source that can tell the queue's state
-// (sources.StatsSource): the worker asks it whether the queue is empty.
-type queueStater interface {
-	Stats(ctx context.Context) (sources.Stats, error)
-}
-
 // drain follows the worker's drains: from the first message received
 // after the queue was last seen empty (or since Run began) to the next
 // time it is seen empty.
@@ -46,7 +40,7 @@ func (w *Worker) empty(ctx context.Context, now time.Time) bool {
 	if w.stats.inFlight.Load() != 0 || (w.drain.start.IsZero() && !w.cfg.ExitWhenEmpty) {
 		return false
 	}
-	if qs, ok := w.deps.Source.(queueStater); ok {
+	if qs, ok := w.deps.Source.(sources.StatsSource); ok {
 		st, err := qs.Stats(ctx)
 		if err != nil || st.Pending > 0 || st.AckPending > 0 {
 			return false

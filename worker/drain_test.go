@@ -7,14 +7,15 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sources/memory"
 )
 
 // linesWith returns the logged lines whose msg starts with prefix.
-func (l *lockedBuffer) linesWith(t *testing.T, prefix string) []map[string]any {
+func linesWith(t *testing.T, logs *testkit.SyncBuffer, prefix string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
-	for _, m := range l.lines(t, "") {
+	for _, m := range logLines(t, logs, "") {
 		if s, _ := m["msg"].(string); strings.HasPrefix(s, prefix) {
 			out = append(out, m)
 		}
@@ -28,7 +29,7 @@ func (l *lockedBuffer) linesWith(t *testing.T, prefix string) []map[string]any {
 func TestDrainedAndSummaryLines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{}, memory.Config{})
-		logs := &lockedBuffer{}
+		logs := &testkit.SyncBuffer{}
 		h.w.log = slog.New(slog.NewJSONHandler(logs, nil))
 		h.lim.open()
 		for _, id := range []string{"j1", "j2", "j3"} {
@@ -39,7 +40,7 @@ func TestDrainedAndSummaryLines(t *testing.T) {
 		h.until("jobs done", func() bool { return h.settled("j1") && h.settled("j2") && h.settled("j3") })
 		time.Sleep(time.Minute) // many empty receives
 		synctest.Wait()
-		d := logs.linesWith(t, "drained ")
+		d := linesWith(t, logs, "drained ")
 		if len(d) != 1 || d[0]["msg"] != "drained 3 jobs in "+time.Duration(d[0]["took"].(float64)).Round(time.Millisecond).String() || d[0]["jobs"] != 3.0 {
 			t.Fatalf("drained lines %v, want one for 3 jobs", d)
 		}
@@ -47,11 +48,11 @@ func TestDrainedAndSummaryLines(t *testing.T) {
 		h.until("j4 done", func() bool { return h.settled("j4") })
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if d := logs.linesWith(t, "drained "); len(d) != 2 || d[1]["jobs"] != 1.0 {
+		if d := linesWith(t, logs, "drained "); len(d) != 2 || d[1]["jobs"] != 1.0 {
 			t.Fatalf("drained lines %v, want a second one for 1 job", d)
 		}
 		h.stop()
-		s := logs.lines(t, "worker summary")
+		s := logLines(t, logs, "worker summary")
 		if len(s) != 1 || s[0]["succeeded"] != 4.0 || s[0]["received"] != 4.0 {
 			t.Fatalf("summary lines %v, want one with 4 succeeded", s)
 		}

@@ -125,8 +125,9 @@ func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery, log *slog.Log
 	if observe != nil {
 		observe(resp.Outcome)
 	}
-	w.attempted(resp.Outcome.Kind, resp.Status, time.Since(start).Seconds())
-	if n, ok := w.health.observe(time.Now(), resp.Outcome.Kind, resp.Status, err); ok {
+	end := time.Now()
+	w.attempted(resp.Outcome.Kind, resp.Status, end.Sub(start).Seconds())
+	if n, ok := w.health.observe(end, resp.Outcome.Kind, resp.Status, err); ok {
 		n.log(w.log)
 	}
 	d.lastStatus, d.lastBody, d.lastErr = resp.Status, resp.Body, err

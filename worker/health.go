@@ -3,6 +3,7 @@ package worker
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/call"
@@ -48,6 +49,11 @@ func failureIndex(k call.Kind) int {
 // targetHealth tracks the target's failures: the run of failed calls
 // (TargetHealth) and, per kind, what the next warn line reports.
 type targetHealth struct {
+	// failing is set while a run of failures lasts, so that an answer
+	// from a healthy target (the common case, on every call) takes no
+	// lock.
+	failing atomic.Bool
+
 	mu    sync.Mutex
 	state TargetHealth
 	kinds [len(failureKinds)]failureLog
@@ -78,12 +84,16 @@ type healthNote struct {
 // when an answer ends a run of failures that lasted at least
 // FailureLogInterval.
 func (h *targetHealth) observe(now time.Time, k call.Kind, status int, err error) (healthNote, bool) {
+	i := failureIndex(k)
+	if i < 0 && !h.failing.Load() {
+		return healthNote{}, false
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	i := failureIndex(k)
 	if i < 0 {
 		run := h.state
 		h.state = TargetHealth{}
+		h.failing.Store(false)
 		if run.FailingSince.IsZero() || now.Sub(run.FailingSince) < FailureLogInterval {
 			return healthNote{}, false
 		}
@@ -91,6 +101,7 @@ func (h *targetHealth) observe(now time.Time, k call.Kind, status int, err error
 	}
 	if h.state.FailingSince.IsZero() {
 		h.state.FailingSince = now
+		h.failing.Store(true)
 	}
 	h.state.Failures++
 	l := &h.kinds[i]

@@ -2,16 +2,16 @@ package worker
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"sync"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sources/memory"
 )
 
@@ -86,25 +86,12 @@ func TestTargetHealthDown(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for the worker's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines returns the logged lines whose msg is msg ("": every line).
-func (l *lockedBuffer) lines(t *testing.T, msg string) []map[string]any {
+// logLines returns the JSON lines of logs whose msg is msg ("": every
+// line).
+func logLines(t *testing.T, logs *testkit.SyncBuffer, msg string) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(l.b.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
@@ -123,7 +110,7 @@ func TestUnreachableTargetWarnsAndIsDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{MaxDeliveries: MaxMaxDeliveries, MaxRedeliveryDelay: 2 * time.Second,
 			BackoffBase: 100 * time.Millisecond, BackoffCap: time.Second}, memory.Config{})
-		logs := &lockedBuffer{}
+		logs := &testkit.SyncBuffer{}
 		h.w.log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		h.lim.open()
 		for _, id := range []string{"j1", "j2", "j3"} {
@@ -139,7 +126,7 @@ func TestUnreachableTargetWarnsAndIsDown(t *testing.T) {
 		if !st.Target.Down(time.Now(), time.Minute) || st.Target.Failures != calls || !st.Target.FailingSince.Equal(start) {
 			t.Fatalf("after 5 min of refused calls: %+v (%d network errors), want down since the start", st.Target, calls)
 		}
-		warns := logs.lines(t, "target failing")
+		warns := logLines(t, logs, "target failing")
 		// One line at the first failure, then at most one per interval.
 		if limit := int(5*time.Minute/FailureLogInterval) + 1; len(warns) < 2 || len(warns) > limit {
 			t.Fatalf("%d warn lines for %d failures in 5 min, want 2 to %d", len(warns), calls, limit)
@@ -161,7 +148,7 @@ func TestUnreachableTargetWarnsAndIsDown(t *testing.T) {
 		if st := h.w.Stats().Target; st.Down(time.Now(), time.Minute) || !st.FailingSince.IsZero() {
 			t.Errorf("after an answer: %+v, want up", st)
 		}
-		if n := len(logs.lines(t, "target answering again")); n != 1 {
+		if n := len(logLines(t, logs, "target answering again")); n != 1 {
 			t.Errorf("%d recovery lines, want 1", n)
 		}
 		h.stop()

@@ -19,7 +19,7 @@ func TestRunSecondWorkerMetricsListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	run := func(ctx context.Context, out *lockedBuffer, listen ...string) error {
+	run := func(ctx context.Context, out *testkit.SyncBuffer, listen ...string) error {
 		root := newRootCmd()
 		args := []string{"run", "--target", "http://127.0.0.1:1", "--data-dir", filepath.Join(t.TempDir(), "data"),
 			"--nats-port", "-1", "--log-format", "text"}
@@ -29,7 +29,7 @@ func TestRunSecondWorkerMetricsListen(t *testing.T) {
 		return root.ExecuteContext(ctx)
 	}
 
-	var first lockedBuffer
+	var first testkit.SyncBuffer
 	err = run(t.Context(), &first, "--metrics-listen", taken.Addr().String())
 	if err == nil || !strings.Contains(err.Error(), "metrics.listen") || !strings.Contains(err.Error(), "address already in use") ||
 		!strings.Contains(err.Error(), "--metrics-listen 127.0.0.1:0") {
@@ -38,7 +38,7 @@ func TestRunSecondWorkerMetricsListen(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var second lockedBuffer
+	var second testkit.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, &second, "--metrics-listen", "127.0.0.1:0", "--ui-listen", "127.0.0.1:0") }()
 	testkit.Eventually(t, "the ops endpoints and the live page to listen", func() bool {

@@ -22,9 +22,7 @@ import (
 // `sluice run` on Pub/Sub (pstest, through PUBSUB_EMULATOR_HOST): jobs
 // come from a subscription, results and dead letters go to their topics.
 func TestRunPubSub(t *testing.T) {
-	srv := pstest.NewServer()
-	defer srv.Close()
-	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	srv := testkit.FakePubSub(t)
 
 	api := newAPILog()
 	api.answers["missing"] = func(_ int, w http.ResponseWriter, _ *http.Request) {

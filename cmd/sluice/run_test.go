@@ -497,22 +497,10 @@ func jobOutcomes(t *testing.T, reg *prometheus.Registry) map[string]int {
 	return out
 }
 
-// syncWriter serializes writes from concurrent loggers.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
 // loadWithLogs writes src to file, loads it, and returns a logger built
 // from its log section that writes into the returned buffer, so a test can
 // search everything the run logged.
-func loadWithLogs(t *testing.T, file, src string) (config.Config, *slog.Logger, *bytes.Buffer) {
+func loadWithLogs(t *testing.T, file, src string) (config.Config, *slog.Logger, *testkit.SyncBuffer) {
 	t.Helper()
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
@@ -521,8 +509,8 @@ func loadWithLogs(t *testing.T, file, src string) (config.Config, *slog.Logger, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	log, err := run.NewLogger(&syncWriter{w: logs}, cfg.Log.Format, cfg.Log.Level)
+	logs := &testkit.SyncBuffer{}
+	log, err := run.NewLogger(logs, cfg.Log.Format, cfg.Log.Level)
 	if err != nil {
 		t.Fatal(err)
 	}

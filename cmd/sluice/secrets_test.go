@@ -276,8 +276,8 @@ func refusedWorker(t *testing.T, file string, tc natsSecretCase, tokenFile strin
 		refused = err.Error()
 	} else {
 		wrong.Source.JetStream.ConnectTimeout = time.Duration(2 * time.Second)
-		var out bytes.Buffer
-		wlog, _ := run.NewLogger(&syncWriter{w: &out}, "json", "debug")
+		var out testkit.SyncBuffer
+		wlog, _ := run.NewLogger(&out, "json", "debug")
 		err := run.Worker(t.Context(), wrong, run.Options{Registry: prometheus.NewRegistry(), Log: wlog})
 		if err == nil {
 			t.Fatal("a worker with a wrong secret ran")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,28 +29,10 @@ func TestSluiceProcess(t *testing.T) {
 	os.Exit(execute(context.Background(), strings.Split(args, "\x1f")))
 }
 
-// lockedBuffer collects a child's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // child is a `sluice` child process.
 type child struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *testkit.SyncBuffer
 	done chan struct{} // closed when the process has exited
 	err  error         // cmd.Wait's error, once done is closed
 }
@@ -59,7 +40,7 @@ type child struct {
 // startSluice runs `sluice args...` in a child process.
 func startSluice(t *testing.T, args ...string) *child {
 	t.Helper()
-	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestSluiceProcess$"), out: &lockedBuffer{}, done: make(chan struct{})}
+	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestSluiceProcess$"), out: &testkit.SyncBuffer{}, done: make(chan struct{})}
 	c.cmd.Env = append(os.Environ(), "SLUICE_TEST_ARGS="+strings.Join(args, "\x1f"))
 	c.cmd.Stderr = c.out
 	c.cmd.Stdout = c.out

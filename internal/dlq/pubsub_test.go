@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"cloud.google.com/go/pubsub/v2/pstest"
-
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/run"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sinks/pubsubout"
 	"github.com/sluicehq/sluice/worker"
 )
@@ -32,9 +31,7 @@ dead_letters:
 // made with it and replayed from there: each matching record's job goes
 // back to the job topic and the record is removed; the others stay (#15).
 func TestReplayPubSub(t *testing.T) {
-	srv := pstest.NewServer()
-	t.Cleanup(func() { _ = srv.Close() })
-	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	srv := testkit.FakePubSub(t)
 	ctx := t.Context()
 	cfg, err := config.Parse([]byte(pubsubConfig), config.Options{NoTarget: true})
 	if err != nil {

@@ -5,19 +5,16 @@ import (
 	"strings"
 	"testing"
 
-	"cloud.google.com/go/pubsub/v2/pstest"
-
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/internal/run"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sources"
 )
 
 // status on Pub/Sub says that the source cannot report the queue's state,
 // by its kind, never by a Go type name (#15).
 func TestStatusPubSub(t *testing.T) {
-	srv := pstest.NewServer()
-	t.Cleanup(func() { _ = srv.Close() })
-	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	testkit.FakePubSub(t)
 	cfg := config.Default().Source
 	cfg.Kind = config.SourcePubSub
 	cfg.PubSub.Project = "sluice-test"

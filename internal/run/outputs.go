@@ -3,11 +3,9 @@ package run
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"cloud.google.com/go/pubsub/v2"
-	"google.golang.org/api/option"
 
 	"github.com/sluicehq/sluice/internal/config"
 	"github.com/sluicehq/sluice/sinks"
@@ -83,11 +81,7 @@ func PubSubClient(ctx context.Context, section string, sc config.Source) (*pubsu
 	if sc.Kind != config.SourcePubSub {
 		return nil, fmt.Errorf("%s.kind: %q needs source.kind %q (for the project and credentials)", section, config.OutputPubSub, config.SourcePubSub)
 	}
-	var opts []option.ClientOption
-	if os.Getenv("PUBSUB_EMULATOR_HOST") == "" && sc.PubSub.CredentialsFile != "" {
-		opts = append(opts, option.WithAuthCredentialsFile(option.ServiceAccount, sc.PubSub.CredentialsFile))
-	}
-	client, err := pubsub.NewClient(ctx, sc.PubSub.Project, opts...)
+	client, err := pubsub.NewClient(ctx, sc.PubSub.Project, pubsubCredentials(sc.PubSub)...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: pubsub client: %w", section, err)
 	}

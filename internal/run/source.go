@@ -55,20 +55,28 @@ func OpenJetStream(ctx context.Context, c config.JetStream, log *slog.Logger) (*
 func openPubSub(ctx context.Context, c config.PubSub, log *slog.Logger) (sources.Source, error) {
 	lib := c.Lib()
 	lib.Logger = log
-	switch host := os.Getenv("PUBSUB_EMULATOR_HOST"); {
-	case host != "":
+	if host := os.Getenv("PUBSUB_EMULATOR_HOST"); host != "" {
 		log.Info("using the Pub/Sub emulator", "emulator", host)
 		if c.CredentialsFile != "" {
 			log.Info("source.pubsub.credentials_file is ignored with the emulator")
 		}
-	case c.CredentialsFile != "":
-		lib.ClientOptions = append(lib.ClientOptions, option.WithAuthCredentialsFile(option.ServiceAccount, c.CredentialsFile))
 	}
+	lib.ClientOptions = append(lib.ClientOptions, pubsubCredentials(c)...)
 	s, err := gcppubsub.Open(ctx, lib)
 	if err != nil {
 		return nil, &sectionError{section: "source.pubsub", prefix: "gcppubsub: ", err: err}
 	}
 	return s, nil
+}
+
+// pubsubCredentials are the client options for source.pubsub's
+// credentials: its credentials_file, unless PUBSUB_EMULATOR_HOST sends
+// every call to the emulator; none for Application Default Credentials.
+func pubsubCredentials(c config.PubSub) []option.ClientOption {
+	if os.Getenv("PUBSUB_EMULATOR_HOST") != "" || c.CredentialsFile == "" {
+		return nil
+	}
+	return []option.ClientOption{option.WithAuthCredentialsFile(option.ServiceAccount, c.CredentialsFile)}
 }
 
 // sectionError names the config section a library error comes from, in

@@ -6,18 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/pubsub/v2/pstest"
-
 	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sources"
 )
 
 // TestPubsubOpenEmulator opens the section against an in-process fake
 // reached through PUBSUB_EMULATOR_HOST, as a user of the emulator would.
 func TestPubsubOpenEmulator(t *testing.T) {
-	srv := pstest.NewServer()
-	t.Cleanup(func() { _ = srv.Close() })
-	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	testkit.FakePubSub(t)
 	c := config.Default().Source.PubSub
 	c.Project = "sluice-test"
 	c.Setup = true
@@ -51,9 +48,7 @@ func TestPubsubOpenEmulator(t *testing.T) {
 }
 
 func TestPubsubOpenError(t *testing.T) {
-	srv := pstest.NewServer()
-	t.Cleanup(func() { _ = srv.Close() })
-	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	testkit.FakePubSub(t)
 	c := config.Default().Source.PubSub
 	c.Project = "sluice-test"
 	c.Setup = false

@@ -11,9 +11,11 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/pubsub/v2/pstest"
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/sources/natsjs"
@@ -109,4 +111,34 @@ func Get(t testing.TB, url string) (int, string) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// SyncBuffer is a bytes.Buffer that concurrent writers can share, such as
+// the loggers of a worker's goroutines or a child process's output.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// FakePubSub starts an in-process Pub/Sub server (pstest) for one test and
+// points PUBSUB_EMULATOR_HOST at it, as a user of the emulator would.
+func FakePubSub(t *testing.T) *pstest.Server {
+	t.Helper()
+	srv := pstest.NewServer()
+	t.Cleanup(func() { _ = srv.Close() })
+	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	return srv
 }
