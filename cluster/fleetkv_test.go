@@ -275,6 +275,10 @@ func TestFleetOutage(t *testing.T) {
 	t.Cleanup(func() { srv.Shutdown() })
 	lcfg := limiter.DefaultConfig()
 	lcfg.InitialUnitsPerMinute = 1200
+	// Without slow start the throttle seen during the outage is a plain
+	// cut (× 0.7) for the fleet; in slow start it would be the fallback to
+	// the few units this test's worker had accepted.
+	lcfg.SlowStart = false
 	cfg := FleetConfig{Bucket: uniqueBucket(t), Limiter: lcfg}
 	f := openFleet(t, url, cfg, nil)
 	now := time.Now()

@@ -118,6 +118,9 @@ type Core struct {
 	acc   acceptLog  // accepted units during slow start (slowstart.go)
 	ended slowEnd    // the throttle that ended slow start (slowstart.go)
 	up    raiseLog   // the last raise of slow start (slowstart.go)
+	// mq is the quota the last cut measured (plateau.go), of this part, in
+	// units per minute; 0 when it measured none.
+	mq float64
 
 	restart restartState // the restart after a pause (restart.go)
 
@@ -298,10 +301,17 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	c.waited = false
 	if c.following {
 		c.adapt.IncClock = c.at(t)
-	} else if a, hold := c.endSlowStart(t, sent, retryAfter); c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), a, hold) {
-		c.setRate(c.adapt.Rate)
+	} else {
+		before := c.adapt
+		a, hold := c.endSlowStart(t, sent, retryAfter)
+		if c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), a, hold) {
+			if c.cfg.SlowStart {
+				c.mq = c.rules.MeasureCut(&c.adapt, before, c.at(t), c.acc.sum(t, acceptWindow))
+			}
+			c.setRate(c.adapt.Rate)
+		}
 	}
-	if until, ok := c.pauseEnd(t, retryAfter); ok {
+	if until, ok := c.pauseEnd(t, c.restartBackoff(sent, retryAfter)); ok {
 		c.pause(until)
 		c.fleetPause = false
 	}
@@ -316,17 +326,28 @@ func (c *Core) pause(until time.Duration) {
 }
 
 func (c *Core) success(t time.Duration, units float64) {
-	if c.adapt.SlowStart || c.following {
+	if c.cfg.SlowStart || c.following {
 		c.acc.add(t, units) // following: the fleet's accepted units (fleet_core.go)
 	}
 	if c.paused || c.following {
 		return
 	}
-	if from := c.adapt.Rate; c.rules.Raise(&c.adapt, c.at(t), c.waited) {
-		c.noteRaise(t, from)
-		c.setRate(c.adapt.Rate)
-		c.waited = false
+	now, next := c.at(t), c.adapt
+	c.rules.PlateauStart(&next, now, c.mq)
+	if !c.rules.Raise(&next, now, c.waited) {
+		return
 	}
+	if bound, ok := c.rules.PlateauBound(c.adapt, now, c.mq); ok && next.Rate > bound {
+		if bound <= c.adapt.Rate {
+			return
+		}
+		next.Rate = bound
+	}
+	from := c.adapt.Rate
+	c.adapt = next
+	c.noteRaise(t, from)
+	c.setRate(c.adapt.Rate)
+	c.waited = false
 }
 
 // setRate changes the rate; the bucket keeps its tokens up to the new

@@ -37,16 +37,8 @@ const (
 	// the last minute: what the fleet sends in one propagation delay stays
 	// under 1/200 of that minute's units.
 	fleetSlowStartReach = 300 * time.Millisecond
-	// fleetFloor: a cut after a minute without one leaves the rate at least
-	// this fraction of the units accepted in that minute.
-	fleetFloor = 0.9
-	// fleetPlateau and fleetPlateauShare: for fleetPlateau after a cut, a
-	// raise takes the rate no higher than fleetPlateauShare of the units
-	// accepted in the minute before that cut.
-	fleetPlateau      = 5 * time.Minute
-	fleetPlateauShare = 0.97
 	// fleetMinute is the span of the accepted units the rules read.
-	fleetMinute = acceptWindow * time.Second
+	fleetMinute = quotaMinute
 )
 
 // FleetRules decides a fleet's state with the Rules of the whole budget,
@@ -97,7 +89,7 @@ func (f *FleetRules) Resume(s FleetState, now time.Time) (FleetState, bool) {
 // (docs/limiter.md, "Fleet"), or, with accepted unknown, to the worker's
 // own accepted rate divided by its share. A cut outside slow start after a
 // minute without one records accepted as the measured quota and leaves the
-// rate at no less than fleetFloor of it (never above the rate before the
+// rate at no less than quotaFloor of it (never above the rate before the
 // cut); any other cut clears the measured quota. A
 // Retry-After extends the fleet's pause. It returns the new state, whether
 // it changed (a throttle that neither cuts, nor moves the increase clock,
@@ -117,11 +109,7 @@ func (f *FleetRules) Throttle(s FleetState, r ThrottleReport, accepted float64) 
 	ns = s
 	cut = f.rules.Throttle(&ns.Adapt, now, r.Sent, measured, fallback, hold)
 	if cut {
-		ns.Accepted = 0
-		if quiet := !s.SlowStart && now.Sub(s.LastCut) >= fleetMinute; quiet && accepted > 0 {
-			ns.Rate = math.Min(s.Rate, math.Max(ns.Rate, f.rules.Clamp(fleetFloor*accepted)))
-			ns.Accepted = accepted
-		}
+		ns.Accepted = f.rules.MeasureCut(&ns.Adapt, s.Adapt, now, accepted)
 	}
 	if end, ok := f.cfg.PauseEnd(now, r.RetryAfter); ok && end.After(ns.PausedUntil) {
 		ns.PausedUntil = end
@@ -167,7 +155,8 @@ type FleetView struct {
 // most once per interval. Two bounds apply to the raised rate: in slow
 // start, k × max(initial rate, v.Accepted) with k = max(2,
 // fleetSlowStartReach / v.Delay) (none with Delay unknown); within
-// fleetPlateau of a cut that measured the quota, fleetPlateauShare of it.
+// quotaPlateau of a cut that measured the quota, quotaPlateauShare of it
+// (Rules.PlateauBound).
 // A raise that a bound stops short still raises up to the bound. It
 // reports whether the rate rose.
 func (f *FleetRules) Raise(s FleetState, now time.Time, v FleetView) (FleetState, bool) {
@@ -179,12 +168,7 @@ func (f *FleetRules) Raise(s FleetState, now time.Time, v FleetView) (FleetState
 		return s, false
 	}
 	ns := s
-	if end := s.LastCut.Add(fleetPlateau); f.cfg.Controller == ControllerCUBIC && !s.SlowStart && s.Accepted > 0 &&
-		!now.Before(end) && s.CutTime.Before(end) {
-		// CUBIC's curve rose all through the plateau: it starts again at
-		// its end, from the rate, so that the probe is no jump.
-		ns.CutTime, ns.WMax, ns.K = end, s.Rate, 0
-	}
+	f.rules.PlateauStart(&ns.Adapt, now, s.Accepted)
 	if !f.rules.Raise(&ns.Adapt, now, v.LastWait.After(s.IncClock)) {
 		return s, false
 	}
@@ -205,10 +189,8 @@ func (f *FleetRules) raiseBound(s FleetState, now time.Time, v FleetView) (float
 	case s.SlowStart && v.Delay > 0:
 		k := math.Max(2, fleetSlowStartReach.Seconds()/v.Delay.Seconds())
 		return k * math.Max(f.cfg.InitialUnitsPerMinute, v.Accepted), true
-	case !s.SlowStart && s.Accepted > 0 && now.Sub(s.LastCut) < fleetPlateau:
-		return fleetPlateauShare * s.Accepted, true
 	}
-	return 0, false
+	return f.rules.PlateauBound(s.Adapt, now, s.Accepted)
 }
 
 // Touch confirms the state at now, once per refresh, so that it stays

@@ -18,12 +18,17 @@ type restartState struct {
 	// throttled; above it the window grows by one request per round trip.
 	// It outlives the restart, until one ends by covering a round trip.
 	thresh float64
+	// hit: a throttle answered a request of this restart. streak counts
+	// the restarts in a row that one did; it outlives the restart, until
+	// one ends without (restartBackoff).
+	hit    bool
+	streak int
 }
 
 // startRestart starts a restart at the end of a pause.
 func (c *Core) startRestart(end time.Duration) {
 	if c.cfg.SlowStart {
-		c.restart = restartState{on: true, from: end, until: end + c.cfg.MaxPause, thresh: c.restart.thresh}
+		c.restart = restartState{on: true, from: end, until: end + c.cfg.MaxPause, thresh: c.restart.thresh, streak: c.restart.streak}
 	}
 }
 
@@ -46,7 +51,7 @@ func (c *Core) restartGrant(t time.Duration, u float64) {
 		return
 	}
 	if t >= rs.until {
-		rs.on = false
+		rs.end()
 		return
 	}
 	rs.inflight += u
@@ -67,6 +72,10 @@ func (c *Core) restartAnswer(t, sent time.Duration, u float64, ok, throttled boo
 	rs.inflight = max(0, rs.inflight-u)
 	if throttled {
 		rs.thresh = max(rs.window/2, u)
+		if !rs.hit {
+			rs.hit = true
+			rs.streak++
+		}
 	}
 	if !ok {
 		return
@@ -77,8 +86,32 @@ func (c *Core) restartAnswer(t, sent time.Duration, u float64, ok, throttled boo
 		rs.window += u * u / rs.window
 	}
 	if rs.window >= c.adapt.Rate/60*(t-sent).Seconds() {
-		rs.on, rs.thresh = false, 0
+		rs.on, rs.thresh, rs.streak = false, 0, 0
 	} else if t >= rs.until {
-		rs.on = false
+		rs.end()
+	}
+}
+
+// restartBackoff returns the wait that a throttle of a request sent at
+// sent orders, for a Retry-After of retryAfter: when the request was sent
+// during a restart, the API still refused after the pause it asked for,
+// and the wait doubles with each restart in a row that a throttle
+// interrupted (streak), up to max_pause; else retryAfter. A restart that
+// ends by covering a round trip, or that reaches max_pause after its
+// pause without a throttle, ends the streak.
+func (c *Core) restartBackoff(sent, retryAfter time.Duration) time.Duration {
+	rs := &c.restart
+	if !rs.on || sent < rs.from || rs.streak == 0 || retryAfter <= 0 || retryAfter >= c.cfg.MaxPause {
+		return retryAfter
+	}
+	return min(retryAfter<<min(rs.streak, 20), c.cfg.MaxPause)
+}
+
+// end ends the restart at its time limit: a restart that no throttle
+// interrupted ends the streak.
+func (rs *restartState) end() {
+	rs.on = false
+	if !rs.hit {
+		rs.streak = 0
 	}
 }
