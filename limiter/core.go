@@ -123,6 +123,7 @@ type Core struct {
 	mq float64
 
 	restart restartState // the restart after a pause (restart.go)
+	echo    echoState    // the echo cap during the hold (echo.go)
 
 	// A Retry-After beyond max_pause pauses again only from overcapNext
 	// on, once one has (overcapSeen); see pauseEnd.
@@ -193,7 +194,7 @@ func (c *Core) Acquire(now time.Time, units float64) Decision {
 	if !(units > 0) || c.cfg.Disabled {
 		return d
 	}
-	if c.qh == len(c.q) && !c.paused && !c.budgetShort(units) && !c.restartHolds(t, units) &&
+	if c.qh == len(c.q) && !c.paused && !c.budgetShort(units) && !c.restartHolds(t, units) && !c.echoHolds(t, units) &&
 		(c.tokens >= units-unitEps || (units > c.cap && c.tokens >= c.cap-unitEps)) {
 		c.take(t, units)
 		return d
@@ -216,6 +217,7 @@ func (c *Core) Acquire(now time.Time, units float64) Decision {
 // instant.
 func (c *Core) take(t time.Duration, u float64) {
 	c.restartGrant(t, u)
+	c.echoGrant(t, u)
 	u = math.Min(u, c.CostBound())
 	c.tokens -= u
 	if c.measure {
@@ -299,6 +301,7 @@ func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
 
 func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	c.waited = false
+	c.echoThrottle(t, sent)
 	if c.following {
 		c.adapt.IncClock = c.at(t)
 	} else {
@@ -460,6 +463,9 @@ func (c *Core) grantDue(u float64) time.Duration {
 	if c.restartHolds(c.last, u) {
 		d = max(d, c.restart.until)
 	}
+	if c.echoHolds(c.last, u) {
+		d = max(d, c.echoNext(c.last, u))
+	}
 	return d
 }
 
@@ -517,14 +523,20 @@ func (c *Core) accrue(t time.Duration) {
 	if t <= c.last {
 		return
 	}
+	if end, ok := c.echoUntil(); ok && end > c.last && end < t {
+		c.accrue(end) // the echo's ceiling holds until its end
+	}
 	if c.quota.until > c.last {
 		c.accrueBudget(t)
-		return
+	} else {
+		if !c.paused {
+			c.tokens = math.Min(c.cap, c.tokens+float64(t-c.last)*c.perNs)
+		}
+		c.last = t
 	}
-	if !c.paused {
-		c.tokens = math.Min(c.cap, c.tokens+float64(t-c.last)*c.perNs)
+	if lim, ok := c.echoCeiling(); ok && c.tokens > lim {
+		c.tokens = lim
 	}
-	c.last = t
 }
 
 func (c *Core) pop() {

@@ -21,17 +21,28 @@ const (
 // since the Core's start, over the last acceptWindow seconds: a fixed ring,
 // so recording allocates nothing.
 type acceptLog struct {
-	sec   [acceptWindow]int64 // the second each slot holds, +1 (0: empty)
-	units [acceptWindow]float64
+	sec   [acceptWindow + 1]int64 // the second each slot holds, +1 (0: empty)
+	units [acceptWindow + 1]float64
 }
 
 func (a *acceptLog) add(t time.Duration, u float64) {
 	s := int64(t / time.Second)
-	i := s % acceptWindow
+	i := s % int64(len(a.sec))
 	if a.sec[i] != s+1 {
 		a.sec[i], a.units[i] = s+1, 0
 	}
 	a.units[i] += u
+}
+
+// at returns the units recorded in whole second k.
+func (a *acceptLog) at(k int64) float64 {
+	if k < 0 {
+		return 0
+	}
+	if i := k % int64(len(a.sec)); a.sec[i] == k+1 {
+		return a.units[i]
+	}
+	return 0
 }
 
 // sum returns the units recorded in the w whole seconds up to and
