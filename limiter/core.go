@@ -299,60 +299,6 @@ func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
 	c.advance(t)
 }
 
-func (c *Core) throttle(t, sent, retryAfter time.Duration) {
-	c.waited = false
-	c.echoThrottle(t, sent)
-	if c.following {
-		c.adapt.IncClock = c.at(t)
-	} else {
-		before := c.adapt
-		a, hold := c.endSlowStart(t, sent, retryAfter)
-		if c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), a, hold) {
-			if c.cfg.SlowStart {
-				c.mq = c.rules.MeasureCut(&c.adapt, before, c.at(t), c.acc.sum(t, acceptWindow))
-			}
-			c.setRate(c.adapt.Rate)
-		}
-	}
-	if until, ok := c.pauseEnd(t, c.restartBackoff(sent, retryAfter)); ok {
-		c.pause(until)
-		c.fleetPause = false
-	}
-}
-
-// pause pauses until the offset until, extending a pause already running.
-func (c *Core) pause(until time.Duration) {
-	if !c.paused || until > c.pausedUntil {
-		c.paused = true
-		c.pausedUntil = until
-	}
-}
-
-func (c *Core) success(t time.Duration, units float64) {
-	if c.cfg.SlowStart || c.following {
-		c.acc.add(t, units) // following: the fleet's accepted units (fleet_core.go)
-	}
-	if c.paused || c.following {
-		return
-	}
-	now, next := c.at(t), c.adapt
-	c.rules.PlateauStart(&next, now, c.mq)
-	if !c.rules.Raise(&next, now, c.waited) {
-		return
-	}
-	if bound, ok := c.rules.PlateauBound(c.adapt, now, c.mq); ok && next.Rate > bound {
-		if bound <= c.adapt.Rate {
-			return
-		}
-		next.Rate = bound
-	}
-	from := c.adapt.Rate
-	c.adapt = next
-	c.noteRaise(t, from)
-	c.setRate(c.adapt.Rate)
-	c.waited = false
-}
-
 // setRate changes the rate; the bucket keeps its tokens up to the new
 // capacity.
 func (c *Core) setRate(r float64) {
