@@ -10,8 +10,8 @@ import (
 
 // AcceptedUnits returns the units of the successes (and client errors)
 // this instance observed in the last 60 whole seconds up to now (the
-// second of now included), counted while the Core is in slow start or
-// follows a fleet; 0 before any. The fleet adds up its workers' counts:
+// second of now included), counted always with slow_start on, else while
+// the Core follows a fleet; 0 before any. The fleet adds up its workers' counts:
 // the units the API accepted from the whole fleet in the last minute.
 func (c *Core) AcceptedUnits(now time.Time) float64 {
 	t := c.offset(now)
