@@ -121,6 +121,10 @@ type Core struct {
 	// mq is the quota the last cut measured (plateau.go), of this part, in
 	// units per minute; 0 when it measured none.
 	mq float64
+	// rlog is the rate history and brk the bracket of the last cut
+	// (bracket.go).
+	rlog rateLog
+	brk  bracketState
 
 	restart restartState // the restart after a pause (restart.go)
 	echo    echoState    // the echo cap during the hold (echo.go)
@@ -151,6 +155,7 @@ func NewCore(cfg Config, start time.Time) (*Core, error) {
 	c := &Core{cfg: cfg, start: start, measure: cfg.Controller == ControllerCUBIC}
 	c.rules = NewRules(cfg, Part{Share: 1 / float64(cfg.Instances), Instances: cfg.Instances})
 	c.adapt = c.rules.Start(start)
+	c.rlog.cur, c.brk.thrAt, c.brk.busy = c.adapt.Rate, -1, math.MaxInt64
 	c.setRate(c.adapt.Rate)
 	c.tokens = c.cap * cfg.InitialFill
 	return c, nil
@@ -197,11 +202,15 @@ func (c *Core) Acquire(now time.Time, units float64) Decision {
 	if c.qh == len(c.q) && !c.paused && !c.budgetShort(units) && !c.restartHolds(t, units) && !c.echoHolds(t, units) &&
 		(c.tokens >= units-unitEps || (units > c.cap && c.tokens >= c.cap-unitEps)) {
 		c.take(t, units)
+		c.brk.emptied = t
 		return d
 	}
 	if len(c.q)-c.qh >= c.cfg.QueueLimit {
 		d.Status, d.Reason = Rejected, ReasonQueueFull
 		return d
+	}
+	if c.qh == len(c.q) {
+		c.brk.busy = t
 	}
 	c.q = append(c.q, waiter{id: d.ID, units: units, queuedAt: t})
 	c.waited, c.queuedOnce, c.lastQueued = true, true, t
@@ -244,6 +253,9 @@ func (c *Core) Cancel(now time.Time, id uint64) (Decision, bool) {
 	copy(c.q[i:], c.q[i+1:])
 	c.q = c.q[:len(c.q)-1]
 	c.compactQueue()
+	if c.qh == len(c.q) {
+		c.brk.emptied = t
+	}
 	c.advance(t)
 	return Decision{ID: id, Units: w.units, Status: Rejected, At: c.at(t), Reason: ReasonCanceled}, true
 }
@@ -302,6 +314,7 @@ func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
 // setRate changes the rate; the bucket keeps its tokens up to the new
 // capacity.
 func (c *Core) setRate(r float64) {
+	c.rlog.set(c.last, r)
 	c.adapt.Rate = r
 	c.perNs = r / 60e9
 	c.cap = c.capacity(r)
@@ -440,12 +453,12 @@ func (c *Core) advance(t time.Duration) {
 		switch kind {
 		case dueGrant:
 			w := c.q[c.qh]
-			c.pop()
+			c.pop(due)
 			c.take(due, w.units)
 			c.pending = append(c.pending, Decision{ID: w.id, Units: w.units, Status: Granted, At: c.at(due)})
 		case dueReject:
 			w := c.q[c.qh]
-			c.pop()
+			c.pop(due)
 			c.pending = append(c.pending, Decision{ID: w.id, Units: w.units, Status: Rejected, At: c.at(due), Reason: ReasonMaxWait})
 		case duePauseEnd:
 			c.paused = false
@@ -485,10 +498,14 @@ func (c *Core) accrue(t time.Duration) {
 	}
 }
 
-func (c *Core) pop() {
+// pop removes the head of the queue at t.
+func (c *Core) pop(t time.Duration) {
 	c.q[c.qh] = waiter{}
 	c.qh++
 	c.compactQueue()
+	if c.qh == len(c.q) {
+		c.brk.emptied = t
+	}
 }
 
 func (c *Core) compactQueue() { c.q, c.qh = compact(c.q, c.qh) }
@@ -505,63 +522,4 @@ func compact[T any](s []T, h int) ([]T, int) {
 		return s[:n], 0
 	}
 	return s, h
-}
-
-// Rate returns this instance's current rate in units per minute.
-func (c *Core) Rate() float64 { return c.adapt.Rate }
-
-// CostBound returns the most units one request takes from the bucket:
-// this instance's max_units_per_minute over max_wait (what the bucket can
-// accrue, at the highest rate, in the longest a request may wait), and
-// never more than MaxUnits. A larger request is granted like any
-// oversized one but pays only CostBound, so one absurd cost cannot hold
-// every later request back for longer than max_wait.
-func (c *Core) CostBound() float64 {
-	return math.Min(MaxUnits, c.rules.part.Of(c.cfg.MaxUnitsPerMinute)/60*c.cfg.MaxWait.Seconds())
-}
-
-// Capacity returns the bucket's capacity in units at the current rate.
-func (c *Core) Capacity() float64 { return c.cap }
-
-// Tokens brings the Core up to now (as Advance does) and returns the
-// bucket's level. It is below zero after an oversized grant.
-func (c *Core) Tokens(now time.Time) float64 {
-	c.advance(c.offset(now))
-	return c.tokens
-}
-
-// QueueLen returns the number of waiting requests.
-func (c *Core) QueueLen() int { return len(c.q) - c.qh }
-
-// PausedUntil returns the end of the current pause and true, or false if
-// the Core is not paused at the latest time seen.
-func (c *Core) PausedUntil() (time.Time, bool) {
-	if !c.paused {
-		return time.Time{}, false
-	}
-	return c.at(c.pausedUntil), true
-}
-
-// Share returns this instance's fraction of the budget.
-func (c *Core) Share() float64 { return c.rules.part.Share }
-
-// Instances returns the instance count behind the share, or 0 when the
-// share was set with SetShare.
-func (c *Core) Instances() int { return c.rules.part.Instances }
-
-// Disabled reports whether the Core runs in disabled mode.
-func (c *Core) Disabled() bool { return c.cfg.Disabled }
-
-// believed is an outcome as the rules take it: a throttle that asked for a
-// wait beyond the classifier's cap (call.Outcome.WaitBeyondCap: a
-// Retry-After of years, a reset date in year 9999) is an answer the
-// limiter does not believe, and changes nothing, like a 5xx. Honoured, a
-// target that sends one on every throttle would hold the limiter paused
-// and its rate at the minimum; a genuine wait that long (a quota for the
-// day) is not one that a pause of max_pause could serve anyway.
-func believed(o call.Outcome) call.Outcome {
-	if o.Kind == call.Throttle && o.WaitBeyondCap {
-		o.Kind, o.RetryAfter = call.ServerError, 0
-	}
-	return o
 }

@@ -1,6 +1,9 @@
 package limiter
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // What an outcome does to the rate (docs/limiter.md, "Throttle",
 // "Success", "Measured quota"); Core.Observe calls these.
@@ -16,9 +19,11 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 		if c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), a, hold) {
 			if c.cfg.SlowStart {
 				c.mq = c.rules.MeasureCut(&c.adapt, before, c.at(t), c.acc.sum(t, acceptWindow))
+				c.bracketCut(t, sent, before)
 			}
 			c.setRate(c.adapt.Rate)
 		}
+		c.brk.thrAt = t
 	}
 	if until, ok := c.pauseEnd(t, c.restartBackoff(sent, retryAfter)); ok {
 		c.pause(until)
@@ -42,11 +47,11 @@ func (c *Core) success(t time.Duration, units float64) {
 		return
 	}
 	now, next := c.at(t), c.adapt
-	c.rules.PlateauStart(&next, now, c.mq)
+	c.rules.PlateauStart(&next, now, math.Max(c.mq, c.brk.bound))
 	if !c.rules.Raise(&next, now, c.waited) {
 		return
 	}
-	if bound, ok := c.rules.PlateauBound(c.adapt, now, c.mq); ok && next.Rate > bound {
+	if bound, ok := c.plateauBound(now); ok && next.Rate > bound {
 		if bound <= c.adapt.Rate {
 			return
 		}
