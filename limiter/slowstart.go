@@ -77,7 +77,9 @@ func (c *Core) Accepted(now, sent time.Time, retryAfter time.Duration) (float64,
 // back for a day); and, when the
 // throttled request left within one slow-start interval of the last raise
 // (that raise overshot), the rate before that raise, which the API took
-// for a whole interval.
+// for a whole interval — only for a Core that holds the whole budget or
+// follows a fleet: an instance with a part of it cannot tell the API's
+// room from the room the others left.
 func (c *Core) accepted(t, sent, retryAfter time.Duration) (float64, time.Duration) {
 	if !c.adapt.SlowStart {
 		return 0, 0
@@ -85,7 +87,7 @@ func (c *Core) accepted(t, sent, retryAfter time.Duration) (float64, time.Durati
 	w := min(int64(t/time.Second)+1, acceptWindow)
 	span := time.Duration(w)*time.Second + min(retryAfter, c.cfg.MaxPause)
 	a := c.acc.sum(t, w) * 60 / span.Seconds()
-	if u := c.up; u.set && sent >= u.at && sent-u.at < slowStartInterval {
+	if u := c.up; u.set && sent >= u.at && sent-u.at < slowStartInterval && (c.following || c.rules.part.Share >= 1) {
 		a = math.Max(a, u.from)
 	}
 	return a, span

@@ -149,3 +149,27 @@ func TestCoreRestartThreshold(t *testing.T) {
 		t.Fatalf("restart %+v, want it ended with no threshold", c.restart)
 	}
 }
+
+// An instance that holds a part of the budget falls back to the minute's
+// accepted rate only: the rate before its own raise is no evidence when
+// others share the quota.
+func TestCoreAcceptedAfterRaisePartOfBudget(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Burst = time.Second
+	cfg.Instances = 2
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Acquire(at(0), 5) // 300/min from an empty bucket: granted at 1
+	c.Acquire(at(0), 5)      // granted at 2
+	c.Advance(at(2))
+	c.Observe(at(2), at(1), a.Units, call.Outcome{Kind: call.Success, Status: 200})
+	if got := c.Rate(); got != 600 {
+		t.Fatalf("rate after the first raise = %v, want 600", got)
+	}
+	got, _ := c.Accepted(at(3), at(2.5), time.Second)
+	if want := 5 * 60 / (4.0 + 1); got != want {
+		t.Errorf("accepted = %v, want the minute's %v, not the rate before the raise (300)", got, want)
+	}
+}
