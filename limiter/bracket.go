@@ -144,7 +144,7 @@ func (c *Core) waitedSince(from, sent time.Duration) bool {
 // quotaPlateau of the last cut, the measured quota's bound or the
 // bracket's, whichever is higher; false when neither applies.
 func (c *Core) plateauBound(now time.Time) (float64, bool) {
-	bound, ok := c.rules.PlateauBound(c.adapt, now, c.mq)
+	bound, ok := c.rules.PlateauBound(c.adapt, now, c.mq, 0)
 	if b := c.brk.bound; b > 0 && !c.adapt.SlowStart && now.Sub(c.adapt.LastCut) < quotaPlateau {
 		if !ok || b > bound {
 			bound = b

@@ -200,7 +200,7 @@ func (c *Core) Acquire(now time.Time, units float64) Decision {
 		return d
 	}
 	if c.qh == len(c.q) && !c.paused && !c.budgetShort(units) && !c.restartHolds(t, units) && !c.echoHolds(t, units) &&
-		(c.tokens >= units-unitEps || (units > c.cap && c.tokens >= c.cap-unitEps)) {
+		(c.tokens >= c.grantLevel(units)-unitEps || (units > c.cap && c.tokens >= c.cap-unitEps)) {
 		c.take(t, units)
 		c.brk.emptied = t
 		return d
@@ -431,7 +431,7 @@ func (c *Core) grantDue(u float64) time.Duration {
 // bucketDue returns when the bucket will hold u (or be full, if u is over
 // the capacity), at the current rate.
 func (c *Core) bucketDue(u float64) time.Duration {
-	need := math.Min(u, c.cap)
+	need := math.Min(c.grantLevel(u), c.cap)
 	if c.tokens >= need-unitEps {
 		return c.last
 	}

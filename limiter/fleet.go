@@ -27,6 +27,11 @@ type FleetState struct {
 	// without one: the quota the fleet measured. 0 before any such cut,
 	// after any other cut, or when the workers' counts were not known.
 	Accepted float64 `json:"accepted,omitzero"`
+	// Plateau is how long the plateau after the last cut lasts when it is
+	// longer than quotaPlateau: a cut that measured a quota within
+	// fleetSameQuota of the one before doubles it (up to
+	// fleetPlateauMax); any other cut sets it back to 0 (quotaPlateau).
+	Plateau time.Duration `json:"plateau,omitzero"`
 }
 
 // The fleet's own rules on top of the limiter's (docs/limiter.md, "Fleet").
@@ -37,6 +42,11 @@ const (
 	// the last minute: what the fleet sends in one propagation delay stays
 	// under 1/200 of that minute's units.
 	fleetSlowStartReach = 300 * time.Millisecond
+	// fleetSameQuota and fleetPlateauMax: a cut that measures a quota
+	// within fleetSameQuota of the quota the cut before measured (the probe
+	// found no more room) doubles the plateau, up to fleetPlateauMax.
+	fleetSameQuota  = 0.05
+	fleetPlateauMax = 8 * quotaPlateau
 	// fleetMinute is the span of the accepted units the rules read.
 	fleetMinute = quotaMinute
 )
@@ -90,8 +100,10 @@ func (f *FleetRules) Resume(s FleetState, now time.Time) (FleetState, bool) {
 // own accepted rate divided by its share. A cut outside slow start after a
 // minute without one records accepted as the measured quota and leaves the
 // rate at no less than quotaFloor of it (never above the rate before the
-// cut); any other cut clears the measured quota. A
-// Retry-After extends the fleet's pause. It returns the new state, whether
+// cut); any other cut clears the measured quota. Slow start's end a
+// minute or more after the fleet's start measures the quota too, and
+// falls back to quotaPlateauShare of it. A cut sets the plateau's length
+// (FleetRules.plateau). A Retry-After extends the fleet's pause. It returns the new state, whether
 // it changed (a throttle that neither cuts, nor moves the increase clock,
 // nor extends the pause changes nothing) and whether the rate was cut.
 func (f *FleetRules) Throttle(s FleetState, r ThrottleReport, accepted float64) (ns FleetState, changed, cut bool) {
@@ -103,13 +115,21 @@ func (f *FleetRules) Throttle(s FleetState, r ThrottleReport, accepted float64) 
 		}
 		fallback = r.Accepted / share
 	}
+	quiet := now.Sub(s.LastCut) >= fleetMinute // a minute without a cut (the start before any)
 	if s.SlowStart && accepted > 0 {
 		fallback, hold = f.slowStartFallback(s, now, r.RetryAfter, accepted)
+		if quiet {
+			fallback *= quotaPlateauShare // it measures the quota: the plateau's level
+		}
 	}
 	ns = s
 	cut = f.rules.Throttle(&ns.Adapt, now, r.Sent, measured, fallback, hold)
 	if cut {
 		ns.Accepted = f.rules.MeasureCut(&ns.Adapt, s.Adapt, now, accepted)
+		if s.SlowStart && quiet && accepted > 0 {
+			ns.Accepted = fallback / quotaPlateauShare
+		}
+		ns.Plateau = f.plateau(s, now, ns.Accepted)
 	}
 	if end, ok := f.cfg.PauseEnd(now, r.RetryAfter); ok && end.After(ns.PausedUntil) {
 		ns.PausedUntil = end
@@ -120,6 +140,19 @@ func (f *FleetRules) Throttle(s FleetState, r ThrottleReport, accepted float64) 
 	}
 	ns.Seen = now
 	return ns, true, cut
+}
+
+// plateau returns the plateau after a cut at now that measured the quota
+// m (0: none) in state s: twice the last plateau (at least quotaPlateau),
+// up to fleetPlateauMax, when the cut is the probe's (the last plateau had
+// ended) and m and the quota the last cut measured are within
+// fleetSameQuota of each other; else 0 (quotaPlateau).
+func (f *FleetRules) plateau(s FleetState, now time.Time, m float64) time.Duration {
+	probe := now.Sub(s.LastCut) >= max(s.Plateau, quotaPlateau)
+	if !probe || !(m > 0) || !(s.Accepted > 0) || s.SlowStart || math.Abs(m-s.Accepted) > fleetSameQuota*s.Accepted {
+		return 0
+	}
+	return min(2*max(s.Plateau, quotaPlateau), fleetPlateauMax)
 }
 
 // slowStartFallback is the rate slow start falls back to at a throttle at
@@ -154,9 +187,9 @@ type FleetView struct {
 // is spaced the same way for the fleet, so the fleet's state changes at
 // most once per interval. Two bounds apply to the raised rate: in slow
 // start, k × max(initial rate, v.Accepted) with k = max(2,
-// fleetSlowStartReach / v.Delay) (none with Delay unknown); within
-// quotaPlateau of a cut that measured the quota, quotaPlateauShare of it
-// (Rules.PlateauBound).
+// fleetSlowStartReach / v.Delay) (none with Delay unknown); within the
+// plateau (s.Plateau, at least quotaPlateau) of a cut that measured the
+// quota, quotaPlateauShare of it (Rules.PlateauBound).
 // A raise that a bound stops short still raises up to the bound. It
 // reports whether the rate rose.
 func (f *FleetRules) Raise(s FleetState, now time.Time, v FleetView) (FleetState, bool) {
@@ -168,7 +201,7 @@ func (f *FleetRules) Raise(s FleetState, now time.Time, v FleetView) (FleetState
 		return s, false
 	}
 	ns := s
-	f.rules.PlateauStart(&ns.Adapt, now, s.Accepted)
+	f.rules.PlateauStart(&ns.Adapt, now, s.Accepted, s.Plateau)
 	if !f.rules.Raise(&ns.Adapt, now, v.LastWait.After(s.IncClock)) {
 		return s, false
 	}
@@ -190,7 +223,7 @@ func (f *FleetRules) raiseBound(s FleetState, now time.Time, v FleetView) (float
 		k := math.Max(2, fleetSlowStartReach.Seconds()/v.Delay.Seconds())
 		return k * math.Max(f.cfg.InitialUnitsPerMinute, v.Accepted), true
 	}
-	return f.rules.PlateauBound(s.Adapt, now, s.Accepted)
+	return f.rules.PlateauBound(s.Adapt, now, s.Accepted, s.Plateau)
 }
 
 // Touch confirms the state at now, once per refresh, so that it stays

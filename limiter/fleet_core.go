@@ -19,6 +19,20 @@ func (c *Core) AcceptedUnits(now time.Time) float64 {
 	return c.acc.sum(t, acceptWindow)
 }
 
+// grantLevel returns the level the bucket must hold for a request of u
+// units to be granted: u, or, while the Core follows a fleet, 0 (the
+// request takes its units and leaves the bucket below zero). A worker
+// that saved up toward an expensive request holds tokens the fleet does
+// not send; summed over many workers each at a small share, those savings
+// come and go by whole seconds of the fleet's rate, and the fleet's
+// sending swings around its rate by as much.
+func (c *Core) grantLevel(u float64) float64 {
+	if c.following {
+		return 0
+	}
+	return u
+}
+
 // dropSurplus empties the bucket down to the units of the request at the
 // head of the queue, or to none when nothing waits (a debt stays). A fleet
 // cut does it: the head keeps what it has saved toward its own grant,

@@ -50,8 +50,10 @@ func TestFleetSlowStartBound(t *testing.T) {
 
 // Slow start's end in a fleet falls back to the units the whole fleet was
 // accepted, spread over the time since the fleet started (at most a
-// minute) and the Retry-After; that span is the hold. It measures no quota:
-// in a ramp the heartbeats' counts lag.
+// minute) and the Retry-After; that span is the hold. Within a minute of
+// the start it measures no quota; later than that (a minute without a
+// cut) it measures the quota, and the rate goes to the plateau's level,
+// 97% of it.
 func TestFleetSlowStartFallback(t *testing.T) {
 	f := testRules(t, nil)
 	s := f.Start(fat(0))
@@ -67,8 +69,12 @@ func TestFleetSlowStartFallback(t *testing.T) {
 	// Later than a minute after the start, w is a minute.
 	s.LastCut, s.IncClock = fat(0), fat(0)
 	ns, _, _ = f.Throttle(s, report(100, 99.9, 0), 3000)
-	if math.Abs(ns.Rate-3000) > 1e-9 {
-		t.Fatalf("fallback at 100 s: %v, want 3000 a minute", ns.Rate)
+	if math.Abs(ns.Rate-2910) > 1e-9 || math.Abs(ns.Accepted-3000) > 1e-9 {
+		t.Fatalf("fallback at 100 s: rate %v, quota %v; want 0.97 × 3000 a minute, and 3000 measured", ns.Rate, ns.Accepted)
+	}
+	ns, _, _ = f.Throttle(s, report(100, 99.9, 20*time.Second), 3000)
+	if want := 3000 * 60 / 80.0; math.Abs(ns.Rate-0.97*want) > 1e-9 || math.Abs(ns.Accepted-want) > 1e-9 {
+		t.Fatalf("fallback at 100 s with RA 20 s: rate %v, quota %v; want 0.97 × %v, and %v measured", ns.Rate, ns.Accepted, want, want)
 	}
 	// With the fleet's count unknown, the worker's own, for its share.
 	r := report(20.5, 20.4, 10*time.Second)
@@ -172,18 +178,25 @@ func TestCoreFollowCutDropsSurplus(t *testing.T) {
 	if got := c.Tokens(at(21)); got != 0 {
 		t.Fatalf("tokens after a fleet cut with nothing waiting %v, want 0", got)
 	}
-	d := c.Acquire(at(21.5), 9) // 3.5 tokens at 21.5 (420 a minute): it waits
-	if d.Status != Waiting {
-		t.Fatalf("status %v, want waiting", d.Status)
+	// 3.5 tokens at 21.5 (420 a minute): a following Core grants a request
+	// when its bucket is not below zero, and the request takes its units.
+	if d := c.Acquire(at(21.5), 9); d.Status != Granted {
+		t.Fatalf("status %v, want granted", d.Status)
+	}
+	if d := c.Acquire(at(21.5), 1); d.Status != Waiting {
+		t.Fatalf("status %v, want waiting: the bucket is at -5.5", d.Status)
 	}
 	c.Follow(at(21.6), fleet, time.Time{}) // the same cut again: tokens kept
-	if got := c.Tokens(at(21.6)); math.Abs(got-4.2) > 1e-6 {
-		t.Fatalf("tokens %v, want 4.2", got)
+	if got := c.Tokens(at(21.6)); math.Abs(got+4.8) > 1e-6 {
+		t.Fatalf("tokens %v, want -4.8", got)
 	}
 	fleet.LastCut = at(21.6)
 	c.Follow(at(21.6), fleet, time.Time{})
-	if got := c.Tokens(at(21.6)); math.Abs(got-4.2) > 1e-6 {
-		t.Fatalf("tokens under the head's 9 units after a cut %v, want 4.2 kept", got)
+	if got := c.Tokens(at(21.6)); math.Abs(got+4.8) > 1e-6 {
+		t.Fatalf("tokens after a cut %v, want the debt of 4.8 kept", got)
+	}
+	if next, ok := c.NextDue(); !ok || !next.Equal(at(21.6+4.8/7)) {
+		t.Fatalf("next due %v, want the head's grant when the debt is repaid", next.Sub(t0).Seconds())
 	}
 	c.Observe(at(22), at(21.5), 4, call.Outcome{Kind: call.Success, Status: 200})
 	c.Observe(at(23), at(22.5), 2, call.Outcome{Kind: call.Success, Status: 200})

@@ -147,3 +147,35 @@ func TestCoreFleetPauseKeepsTokens(t *testing.T) {
 		t.Fatalf("tokens after its own pause, extended by the fleet = %v, want 0", got)
 	}
 }
+
+// A following Core grants the head of its queue as soon as its bucket is
+// not below zero, and the request takes its units: it saves no tokens
+// toward an expensive request, and sends at its rate all the same.
+func TestCoreFollowGrantsWhenNotInDebt(t *testing.T) {
+	c, err := NewCore(cfgWith(func(c *Config) { c.InitialFill = 0 }), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Follow(at(0), Adapt{Rate: 60, Throttled: true, LastCut: t0, IncClock: t0, WMax: 60, CutTime: t0}, time.Time{})
+	if d := c.Acquire(at(0), 5); d.Status != Granted {
+		t.Fatalf("first request: %v, want granted from an empty bucket", d.Status)
+	}
+	c.Acquire(at(0), 5)
+	c.Acquire(at(0), 1)
+	c.Advance(at(20))
+	var got []float64
+	for _, d := range c.Drain(nil) {
+		got = append(got, d.At.Sub(t0).Seconds())
+	}
+	if len(got) != 2 || math.Abs(got[0]-5) > 1e-6 || math.Abs(got[1]-10) > 1e-6 {
+		t.Fatalf("grants at %v, want 5 and 10 (one unit a second)", got)
+	}
+	// A Core on its own rules saves up: the first 5 units at 5 s.
+	own, err := NewCore(cfgWith(func(c *Config) { c.InitialUnitsPerMinute, c.InitialFill = 60, 0 }), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := own.Acquire(at(0), 5); d.Status != Waiting {
+		t.Fatalf("own rules: %v, want waiting", d.Status)
+	}
+}

@@ -47,7 +47,7 @@ func (c *Core) success(t time.Duration, units float64) {
 		return
 	}
 	now, next := c.at(t), c.adapt
-	c.rules.PlateauStart(&next, now, math.Max(c.mq, c.brk.bound))
+	c.rules.PlateauStart(&next, now, math.Max(c.mq, c.brk.bound), 0)
 	if !c.rules.Raise(&next, now, c.waited) {
 		return
 	}

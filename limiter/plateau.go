@@ -41,21 +41,22 @@ func (r *Rules) MeasureCut(a *Adapt, before Adapt, now time.Time, accepted float
 }
 
 // PlateauStart prepares a raise at now after a cut that measured the
-// quota m: once the plateau has ended, CUBIC's curve, which kept rising
+// quota m, with a plateau of length (quotaPlateau when shorter): once the
+// plateau has ended, CUBIC's curve, which kept rising
 // through it, starts again at its end from the rate (w_max = the rate,
 // K = 0), so that the probe above the quota is no jump.
-func (r *Rules) PlateauStart(a *Adapt, now time.Time, m float64) {
-	if end := a.LastCut.Add(quotaPlateau); r.cfg.Controller == ControllerCUBIC && !a.SlowStart && m > 0 &&
+func (r *Rules) PlateauStart(a *Adapt, now time.Time, m float64, length time.Duration) {
+	if end := a.LastCut.Add(max(length, quotaPlateau)); r.cfg.Controller == ControllerCUBIC && !a.SlowStart && m > 0 &&
 		!now.Before(end) && a.CutTime.Before(end) {
 		a.CutTime, a.WMax, a.K = end, a.Rate, 0
 	}
 }
 
 // PlateauBound returns the highest rate a raise at now may reach within
-// quotaPlateau of a cut that measured the quota m, and whether one
-// applies.
-func (r *Rules) PlateauBound(a Adapt, now time.Time, m float64) (float64, bool) {
-	if !a.SlowStart && m > 0 && now.Sub(a.LastCut) < quotaPlateau {
+// the plateau (length, or quotaPlateau when shorter) after a cut that
+// measured the quota m, and whether one applies.
+func (r *Rules) PlateauBound(a Adapt, now time.Time, m float64, length time.Duration) (float64, bool) {
+	if !a.SlowStart && m > 0 && now.Sub(a.LastCut) < max(length, quotaPlateau) {
 		return quotaPlateauShare * m, true
 	}
 	return 0, false
