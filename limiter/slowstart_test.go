@@ -11,19 +11,7 @@ import (
 // the rate before the last raise when the throttled request left within
 // one slow-start interval of that raise (docs/limiter.md, "Slow start").
 func TestCoreAcceptedAfterRaise(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Burst = time.Second
-	c, err := NewCore(cfg, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := c.Acquire(at(0), 10) // 600/min from an empty bucket: granted at 1
-	c.Acquire(at(0), 10)      // granted at 2
-	c.Advance(at(2))
-	c.Observe(at(2), at(1), a.Units, call.Outcome{Kind: call.Success, Status: 200})
-	if got := c.Rate(); got != 1200 {
-		t.Fatalf("rate after the first raise = %v, want 1200", got)
-	}
+	c := raisedCore(t, 1)
 	for _, tc := range []struct {
 		name      string
 		now, sent float64
@@ -154,22 +142,33 @@ func TestCoreRestartThreshold(t *testing.T) {
 // accepted rate only: the rate before its own raise is no evidence when
 // others share the quota.
 func TestCoreAcceptedAfterRaisePartOfBudget(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Burst = time.Second
-	cfg.Instances = 2
-	c, err := NewCore(cfg, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := c.Acquire(at(0), 5) // 300/min from an empty bucket: granted at 1
-	c.Acquire(at(0), 5)      // granted at 2
-	c.Advance(at(2))
-	c.Observe(at(2), at(1), a.Units, call.Outcome{Kind: call.Success, Status: 200})
-	if got := c.Rate(); got != 600 {
-		t.Fatalf("rate after the first raise = %v, want 600", got)
-	}
+	c := raisedCore(t, 2)
 	got, _ := c.Accepted(at(3), at(2.5), time.Second)
 	if want := 5 * 60 / (4.0 + 1); got != want {
 		t.Errorf("accepted = %v, want the minute's %v, not the rate before the raise (300)", got, want)
 	}
+}
+
+// raisedCore returns a Core of n instances (burst 1 s, otherwise the
+// defaults) after slow start's first raise at 2 s: two requests of a
+// second's units each at the initial rate, granted at 1 and 2, the first
+// one accepted at 2.
+func raisedCore(t *testing.T, n int) *Core {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Burst = time.Second
+	cfg.Instances = n
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := cfg.InitialUnitsPerMinute / float64(n) / 60
+	a := c.Acquire(at(0), u) // from an empty bucket: granted at 1
+	c.Acquire(at(0), u)      // granted at 2
+	c.Advance(at(2))
+	c.Observe(at(2), at(1), a.Units, call.Outcome{Kind: call.Success, Status: 200})
+	if got, want := c.Rate(), 2*cfg.InitialUnitsPerMinute/float64(n); got != want {
+		t.Fatalf("rate after the first raise = %v, want %v", got, want)
+	}
+	return c
 }
