@@ -118,6 +118,12 @@ func (f *FleetRules) Throttle(s FleetState, r ThrottleReport, accepted float64) 
 	quiet := now.Sub(s.LastCut) >= fleetMinute // a minute without a cut (the start before any)
 	if s.SlowStart && accepted > 0 {
 		fallback, hold = f.slowStartFallback(s, now, r.RetryAfter, accepted)
+		// The fallback measures the quota when it spreads the accepted
+		// units over at least a minute: a minute since the start, or the
+		// time since the start and the wait the API asked for (a sliding
+		// window of a minute that slow start filled at w asks for the
+		// rest of the minute).
+		quiet = quiet || hold >= fleetMinute
 		if quiet {
 			fallback *= quotaPlateauShare // it measures the quota: the plateau's level
 		}

@@ -50,10 +50,10 @@ func TestFleetSlowStartBound(t *testing.T) {
 
 // Slow start's end in a fleet falls back to the units the whole fleet was
 // accepted, spread over the time since the fleet started (at most a
-// minute) and the Retry-After; that span is the hold. Within a minute of
-// the start it measures no quota; later than that (a minute without a
-// cut) it measures the quota, and the rate goes to the plateau's level,
-// 97% of it.
+// minute) and the Retry-After; that span is the hold. When the span is
+// shorter than a minute it measures no quota; from a minute on (a minute
+// since the start, or w and the wait together) it measures the quota, and
+// the rate goes to the plateau's level, 97% of it.
 func TestFleetSlowStartFallback(t *testing.T) {
 	f := testRules(t, nil)
 	s := f.Start(fat(0))
@@ -65,6 +65,13 @@ func TestFleetSlowStartFallback(t *testing.T) {
 	}
 	if !ns.HoldUntil.Equal(fat(51.5)) || ns.Accepted != 0 {
 		t.Fatalf("hold until %v, measured quota %v; want 51.5 and none", ns.HoldUntil.Sub(ft0).Seconds(), ns.Accepted)
+	}
+	// Within the first minute, a fallback that spreads the units over a
+	// minute or more (w + RA: a sliding window that slow start filled at
+	// w asks for the rest of the minute) measures the quota too.
+	ns, _, _ = f.Throttle(s, report(36.5, 36.4, 24*time.Second), 3000)
+	if want := 3000 * 60 / 61.0; math.Abs(ns.Rate-0.97*want) > 1e-9 || math.Abs(ns.Accepted-want) > 1e-9 {
+		t.Fatalf("fallback at 36.5 s with RA 24 s: rate %v, quota %v; want 0.97 × %v, and %v measured", ns.Rate, ns.Accepted, want, want)
 	}
 	// Later than a minute after the start, w is a minute.
 	s.LastCut, s.IncClock = fat(0), fat(0)
