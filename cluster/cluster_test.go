@@ -281,6 +281,21 @@ func collectTimeline(t *testing.T, all []*proc, killedAt map[*proc]time.Time) []
 
 // runUntilCleanup runs run until the test ends, or until the returned
 // function is called, and checks its result.
+// joinRunning joins cfg's bucket as id (cfg.ID when id is empty) on a new
+// connection to url and runs the membership until the test's cleanup.
+func joinRunning(t *testing.T, url string, cfg Config, id string) *Membership {
+	t.Helper()
+	if id != "" {
+		cfg.ID = id
+	}
+	m, err := Join(t.Context(), connect(t, url), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntilCleanup(t, m.Run)
+	return m
+}
+
 func runUntilCleanup(t *testing.T, run func(context.Context) error) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -16,16 +16,7 @@ import (
 func TestDriveFeedsTheLimiter(t *testing.T) {
 	url := startServer(t).ClientURL()
 	cfg := Config{Bucket: uniqueBucket(t), TTL: 3 * time.Second}
-	join := func(id string) *Membership {
-		c := cfg
-		c.ID = id
-		m, err := Join(t.Context(), connect(t, url), c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runUntilCleanup(t, m.Run)
-		return m
-	}
+	join := func(id string) *Membership { return joinRunning(t, url, cfg, id) }
 	newLimiter := func() *limiter.Limiter {
 		lc := limiter.DefaultConfig()
 		lc.InitialUnitsPerMinute = 1200
@@ -78,13 +69,7 @@ func TestWithLimiterSetsShare(t *testing.T) {
 	url := startServer(t).ClientURL()
 	cfg := Config{Bucket: uniqueBucket(t), TTL: 3 * time.Second, Partitions: 4}
 	lease := func(id string) (*Leases, *limiter.Limiter, func() float64) {
-		c := cfg
-		c.ID = id
-		m, err := Join(t.Context(), connect(t, url), c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runUntilCleanup(t, m.Run)
+		m := joinRunning(t, url, cfg, id)
 		lim, err := limiter.New(limiter.DefaultConfig())
 		if err != nil {
 			t.Fatal(err)

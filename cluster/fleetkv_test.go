@@ -160,12 +160,7 @@ func TestFleetRaiseOncePerInterval(t *testing.T) {
 	runUntilCleanup(t, w.Run)
 	var fleets []*Fleet
 	for range 5 {
-		m, err := Join(t.Context(), connect(t, url), ccfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runUntilCleanup(t, m.Run)
-		f := openFleet(t, url, cfg, m)
+		f := openFleet(t, url, cfg, joinRunning(t, url, ccfg, ""))
 		f.attach(newCoreLimiter(t, lcfg, time.Now())) // its own requests never waited
 		fleets = append(fleets, f)
 	}

@@ -23,7 +23,7 @@ func (c *Core) echoCap(k int64) float64 {
 // at t: the second's cap, spread evenly over the second, does not cover
 // the units granted in it plus u (the first request of a second passes).
 func (c *Core) echoHolds(t time.Duration, u float64) bool {
-	if !c.echo.on || c.following || !c.at(t).Before(c.adapt.HoldUntil) {
+	if end, ok := c.echoUntil(); !ok || t >= end {
 		return false
 	}
 	k := int64(t / time.Second)

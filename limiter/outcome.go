@@ -43,7 +43,7 @@ func (c *Core) success(t time.Duration, units float64) {
 	if c.cfg.SlowStart || c.following {
 		c.acc.add(t, units) // following: the fleet's accepted units (fleet_core.go)
 	}
-	if c.paused || c.following {
+	if c.paused || c.following || !c.waited { // a raise needs a request that waited
 		return
 	}
 	now, next := c.at(t), c.adapt

@@ -104,7 +104,14 @@ func (c *Core) restartBackoff(sent, retryAfter time.Duration) time.Duration {
 	if !rs.on || sent < rs.from || rs.streak == 0 || retryAfter <= 0 || retryAfter >= c.cfg.MaxPause {
 		return retryAfter
 	}
-	return min(retryAfter<<min(rs.streak, 20), c.cfg.MaxPause)
+	w := retryAfter
+	for range rs.streak {
+		if w >= c.cfg.MaxPause/2 { // doubling no further: no overflow whatever max_pause is
+			return c.cfg.MaxPause
+		}
+		w *= 2
+	}
+	return w
 }
 
 // end ends the restart at its time limit: a restart that no throttle

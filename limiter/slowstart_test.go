@@ -172,3 +172,34 @@ func raisedCore(t *testing.T, n int) *Core {
 	}
 	return c
 }
+
+// The restart's backoff doubles the Retry-After for each restart in a row
+// that the API refused, up to max_pause, without overflow whatever
+// max_pause is: a long streak of long waits pauses for max_pause, never
+// for a wrapped-around (negative) duration that would mean no pause.
+func TestRestartBackoffCapped(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxPause = 1000 * time.Hour
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.startRestart(time.Second)
+	for _, tc := range []struct {
+		streak int
+		ra     time.Duration
+		want   time.Duration
+	}{
+		{0, 3 * time.Hour, 3 * time.Hour},       // no streak: the Retry-After
+		{1, 3 * time.Hour, 6 * time.Hour},       // one refused restart: twice
+		{3, 3 * time.Hour, 24 * time.Hour},      // three: 2³ times
+		{40, 300 * time.Hour, 1000 * time.Hour}, // capped at max_pause
+		{40, 3 * time.Hour, 1000 * time.Hour},   // 3 h × 2⁴⁰ would overflow
+		{2, 2000 * time.Hour, 2000 * time.Hour}, // beyond max_pause: not scaled (pauseEnd caps it)
+	} {
+		c.restart.streak = tc.streak
+		if got := c.restartBackoff(2*time.Second, tc.ra); got != tc.want {
+			t.Errorf("streak %d, Retry-After %v: wait %v, want %v", tc.streak, tc.ra, got, tc.want)
+		}
+	}
+}
