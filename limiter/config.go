@@ -24,44 +24,44 @@ type Config struct {
 	// granted at once and the rate never changes, but units and throttles
 	// are still counted in the metrics. The config file spells it
 	// "enabled" (default true).
-	Disabled bool `yaml:"enabled,negated"`
+	Disabled bool `yaml:"enabled,negated" doc:"false: never wait (units and throttles are still counted in the metrics)."`
 
-	InitialUnitsPerMinute float64       `yaml:"initial_units_per_minute"` // default 600
-	MinUnitsPerMinute     float64       `yaml:"min_units_per_minute"`     // default 60
-	MaxUnitsPerMinute     float64       `yaml:"max_units_per_minute"`     // default 10,000,000
-	Burst                 time.Duration `yaml:"burst"`                    // bucket size as time at the current rate; default 10s
-	QueueLimit            int           `yaml:"queue_limit"`              // most requests that may wait; default 500
-	MaxWait               time.Duration `yaml:"max_wait"`                 // longest a request may wait; default 100s
-	DecreaseCooldown      time.Duration `yaml:"decrease_cooldown"`        // least time between two cuts; default 5s
-	MaxPause              time.Duration `yaml:"max_pause"`                // cap on a Retry-After pause, 0 disables pauses; default 30s
-	Controller            string        `yaml:"controller"`               // ControllerAIMD (default) or ControllerCUBIC
+	InitialUnitsPerMinute float64       `yaml:"initial_units_per_minute" doc:"The rate at start, in units per minute for the whole budget."`
+	MinUnitsPerMinute     float64       `yaml:"min_units_per_minute" doc:"The rate is never cut below this."`
+	MaxUnitsPerMinute     float64       `yaml:"max_units_per_minute" doc:"The rate is never raised above this."`
+	Burst                 time.Duration `yaml:"burst" doc:"Bucket size, as time at the current rate."`
+	QueueLimit            int           `yaml:"queue_limit" doc:"The most jobs that may wait for units; more are rejected (naked and retried)."`
+	MaxWait               time.Duration `yaml:"max_wait" doc:"A job that would wait longer is rejected (naked and retried)."`
+	DecreaseCooldown      time.Duration `yaml:"decrease_cooldown" doc:"Least time between two rate cuts."`
+	MaxPause              time.Duration `yaml:"max_pause" doc:"Cap on a pause for Retry-After; 0s disables pauses."`
+	Controller            string        `yaml:"controller" enum:"aimd,cubic" doc:"How the rate rises and falls: aimd (additive increase, multiplicative decrease) or cubic (docs/limiter.md)."`
 	// InitialFill is the fraction of the bucket that is full at start, from
 	// 0 to 1; default 0: the first grants come at the initial rate, with no
 	// startup burst.
-	InitialFill float64 `yaml:"initial_fill"`
+	InitialFill float64 `yaml:"initial_fill" doc:"Fraction of the bucket full at start, 0 to 1: 0 sends the first units at the initial rate, with no startup burst."`
 	// SlowStart makes the rate grow multiplicatively before the first
 	// throttle, and fall back at it to the rate the API was seen to accept
 	// (docs/limiter.md, "Slow start"); default true.
-	SlowStart bool        `yaml:"slow_start"`
-	AIMD      AIMDConfig  `yaml:"aimd"`
-	CUBIC     CUBICConfig `yaml:"cubic"`
+	SlowStart bool        `yaml:"slow_start" doc:"Before the first throttle, double the rate every 2 s while jobs wait; at the first throttle, fall back to what the API accepted (docs/limiter.md)."`
+	AIMD      AIMDConfig  `yaml:"aimd" doc:"The AIMD controller (controller aimd)."`
+	CUBIC     CUBICConfig `yaml:"cubic" doc:"The CUBIC controller (controller cubic)."`
 
 	// Instances is the number of processes that share the budget; each
 	// takes 1/Instances of it. Default 1.
-	Instances int `yaml:"instances"`
+	Instances int `yaml:"instances" doc:"Processes sharing the budget with limiter.share.mode static; each takes 1/instances of it."`
 }
 
 // AIMDConfig tunes the additive-increase, multiplicative-decrease controller.
 type AIMDConfig struct {
-	DecreaseFactor   float64       `yaml:"decrease_factor"`   // rate multiplier on a cut; default 0.7
-	IncreaseStep     float64       `yaml:"increase_step"`     // units per minute added per raise (whole budget); default 120
-	IncreaseInterval time.Duration `yaml:"increase_interval"` // least time between raises; default 10s
+	DecreaseFactor   float64       `yaml:"decrease_factor" doc:"Rate multiplier on a cut."`
+	IncreaseStep     float64       `yaml:"increase_step" doc:"Units per minute added per raise (whole budget)."`
+	IncreaseInterval time.Duration `yaml:"increase_interval" doc:"Least time between two raises."`
 }
 
 // CUBICConfig tunes the CUBIC controller (RFC 8312 window curve).
 type CUBICConfig struct {
-	Beta          float64 `yaml:"beta"`           // rate multiplier on a cut; default 0.7
-	ScaleConstant float64 `yaml:"scale_constant"` // C, in units per minute per second cubed (whole budget)
+	Beta          float64 `yaml:"beta" doc:"Rate multiplier on a cut."`
+	ScaleConstant float64 `yaml:"scale_constant" doc:"C, in units per minute per second cubed (whole budget): how fast the curve climbs back to the rate of the last cut."`
 }
 
 // DefaultCUBICScaleConstant is CUBIC's default C in units/min per s³ for the

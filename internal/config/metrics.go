@@ -20,9 +20,9 @@ type Metrics struct {
 	// Listen is the host:port of the runtime endpoints, or "off". The
 	// default is loopback only; a Prometheus server on another host needs
 	// an explicit address such as 0.0.0.0:9464.
-	Listen string `yaml:"listen"`
+	Listen string `yaml:"listen" doc:"host:port of the runtime endpoints, or off. The default listens on loopback only; a Prometheus server on another host needs an address such as 0.0.0.0:9464."`
 	// Pprof serves /debug/pprof on the same address. Default false.
-	Pprof bool `yaml:"pprof"`
+	Pprof bool `yaml:"pprof" doc:"Serve /debug/pprof on the same address."`
 }
 
 // DefaultTargetUnreadyAfter is ops.target_unready_after's default.
@@ -33,7 +33,7 @@ type Ops struct {
 	// TargetUnreadyAfter: /readyz reports not ready once every call to
 	// the target has failed (no answer, or a 5xx) for this long; 0 turns
 	// the check off. Default 60s.
-	TargetUnreadyAfter time.Duration `yaml:"target_unready_after"`
+	TargetUnreadyAfter time.Duration `yaml:"target_unready_after" doc:"/readyz is not ready once every call to the target has failed (no answer, or a 5xx) for this long; 0s turns the check off."`
 }
 
 // Check checks the section; paths are relative to it.

@@ -20,16 +20,16 @@ const (
 // Share is the `limiter.share:` section: how the workers sharing one budget
 // find their share of it. See docs/scaling.md.
 type Share struct {
-	Mode       string        `yaml:"mode"`       // static (default), members or leases
-	Bucket     string        `yaml:"bucket"`     // KV bucket; default sluice_<target host>
-	TTL        time.Duration `yaml:"ttl"`        // default 15s
-	Partitions int           `yaml:"partitions"` // leases: default 16
+	Mode       string        `yaml:"mode" enum:"static,members,leases" doc:"static: limiter.instances, fixed. members: N is the number of workers with a live heartbeat in a NATS KV bucket, and each takes 1/N. leases: the budget is split into partitions, and a worker's share is the partitions it leases."`
+	Bucket     string        `yaml:"bucket" doc:"The KV bucket of the workers sharing this budget. Empty: sluice_ followed by the target's host (sluice_api_example_com)."`
+	TTL        time.Duration `yaml:"ttl" doc:"A heartbeat or lease not refreshed for this long is gone (each is refreshed every ttl/3)."`
+	Partitions int           `yaml:"partitions" doc:"leases: the partitions of the budget, each worth budget/partitions."`
 	// NATSURL is the coordination server; default: the JetStream source's
 	// own connection. Required with source.kind pubsub.
-	NATSURL string `yaml:"nats_url"`
+	NATSURL string `yaml:"nats_url" doc:"The NATS server to coordinate through. Empty: the jetstream source's own. Required with source.kind pubsub."`
 	// Remember is how long the fleet's rate is remembered in the bucket
 	// after the last worker ran on it; default 1h.
-	Remember time.Duration `yaml:"remember"`
+	Remember time.Duration `yaml:"remember" doc:"The fleet's rate stays in the KV bucket named after bucket with _fleet appended: a worker that starts within this time of the last one begins at that rate times its share, not at initial_units_per_minute (alone on the embedded server, at that rate). 0s forgets at once."`
 }
 
 func defaultShare() Share {

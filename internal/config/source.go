@@ -21,9 +21,9 @@ const (
 
 // Source is the `source:` section.
 type Source struct {
-	Kind      string    `yaml:"kind"` // jetstream (default) or pubsub
-	JetStream JetStream `yaml:"jetstream"`
-	PubSub    PubSub    `yaml:"pubsub"`
+	Kind      string    `yaml:"kind" enum:"jetstream,pubsub" doc:"jetstream (NATS JetStream; an embedded server unless jetstream.url names one) or pubsub (Google Cloud Pub/Sub)."`
+	JetStream JetStream `yaml:"jetstream" doc:"NATS JetStream (kind jetstream)."`
+	PubSub    PubSub    `yaml:"pubsub" doc:"Google Cloud Pub/Sub (kind pubsub). PUBSUB_EMULATOR_HOST is honoured."`
 }
 
 func defaultSource() Source {
@@ -45,53 +45,53 @@ func (c Source) Check() error {
 // JetStream is the `source.jetstream:` section. See sources/natsjs.Config
 // for what each field does.
 type JetStream struct {
-	URL               string          `yaml:"url"` // "embedded" or nats://host:port[,...]
-	Embedded          EmbeddedNATS    `yaml:"embedded"`
-	Stream            string          `yaml:"stream"`
-	Subjects          []string        `yaml:"subjects"`
-	PublishSubject    string          `yaml:"publish_subject"`
-	Consumer          string          `yaml:"consumer"`
-	Setup             bool            `yaml:"setup"`
-	AckWait           time.Duration   `yaml:"ack_wait"`
-	MaxDeliver        int             `yaml:"max_deliver"`
-	Backoff           []time.Duration `yaml:"backoff"`
-	MaxAckPending     int             `yaml:"max_ack_pending"`
-	DuplicateWindow   time.Duration   `yaml:"duplicate_window"`
-	AckSync           bool            `yaml:"ack_sync"`
-	FetchWait         time.Duration   `yaml:"fetch_wait"`
-	DeadLetterSubject string          `yaml:"dead_letter_subject"`
-	DeadLetterStream  string          `yaml:"dead_letter_stream"`
-	ConnectTimeout    time.Duration   `yaml:"connect_timeout"`
-	Auth              JetStreamAuth   `yaml:"auth"`
-	TLS               JetStreamTLS    `yaml:"tls"`
-	Name              string          `yaml:"name"`
+	URL               string          `yaml:"url" doc:"embedded starts a NATS server with JetStream inside this process (a second sluice process on the same store_dir, such as sluice enqueue, finds and uses it); or nats://host:port[,...]. NATS_URL replaces it."`
+	Embedded          EmbeddedNATS    `yaml:"embedded" doc:"The embedded server (url embedded)."`
+	Stream            string          `yaml:"stream" doc:"The stream that holds the jobs."`
+	Subjects          []string        `yaml:"subjects" doc:"The stream's subjects."`
+	PublishSubject    string          `yaml:"publish_subject" doc:"Where sluice enqueue publishes. Empty: the first of subjects."`
+	Consumer          string          `yaml:"consumer" doc:"The durable pull consumer every worker shares."`
+	Setup             bool            `yaml:"setup" doc:"Create or update the stream, the dead-letter stream and the consumer."`
+	AckWait           time.Duration   `yaml:"ack_wait" doc:"A delivered job not settled within ack_wait is delivered again; the worker extends it every ack_wait/3 while the job waits."`
+	MaxDeliver        int             `yaml:"max_deliver" doc:"Most deliveries of one job, 0 for no limit (the worker dead-letters a job at worker.max_deliveries)."`
+	Backoff           []time.Duration `yaml:"backoff" doc:"Per-delivery ack waits replacing ack_wait, such as [30s, 1m, 5m]."`
+	MaxAckPending     int             `yaml:"max_ack_pending" doc:"Most jobs delivered and unsettled across all workers; 0: the server's default (1000)."`
+	DuplicateWindow   time.Duration   `yaml:"duplicate_window" doc:"A job id published twice within this window is stored once."`
+	AckSync           bool            `yaml:"ack_sync" doc:"Wait for the server to confirm each ack, nak and term."`
+	FetchWait         time.Duration   `yaml:"fetch_wait" doc:"How long one fetch waits for a first job."`
+	DeadLetterSubject string          `yaml:"dead_letter_subject" doc:"Where dead letters go with dead_letters.kind nats. Empty: the first subject with its last token replaced by dead (sluice.dead)."`
+	DeadLetterStream  string          `yaml:"dead_letter_stream" doc:"The stream that stores the dead letters. Empty: the job stream's name followed by _DEAD (SLUICE_DEAD)."`
+	ConnectTimeout    time.Duration   `yaml:"connect_timeout" doc:"How long connecting to the server may take."`
+	Auth              JetStreamAuth   `yaml:"auth" doc:"Credentials: one of creds_file, nkey_seed_file, user with password (or password_file), token (or token_file). Never printed; use ${VAR} or the password_file and token_file options rather than writing secrets in the file."`
+	TLS               JetStreamTLS    `yaml:"tls" doc:"TLS to the server: a CA file, and a client certificate and key."`
+	Name              string          `yaml:"name" doc:"The connection name the server shows."`
 }
 
 // EmbeddedNATS is `source.jetstream.embedded:`.
 type EmbeddedNATS struct {
-	StoreDir string `yaml:"store_dir"`
-	Host     string `yaml:"host"`
-	Port     int    `yaml:"port"` // 0 or -1: a random free port
+	StoreDir string `yaml:"store_dir" doc:"Where the embedded server keeps the queue."`
+	Host     string `yaml:"host" doc:"The address the embedded server listens on."`
+	Port     int    `yaml:"port" doc:"The embedded server's client port; 0 or -1: a free port."`
 }
 
 // JetStreamAuth is `source.jetstream.auth:`. Secrets come from a file
 // (password_file, token_file) or from the environment through ${VAR}; they
 // are never printed.
 type JetStreamAuth struct {
-	CredsFile    string `yaml:"creds_file"`
-	NKeySeedFile string `yaml:"nkey_seed_file"`
-	User         string `yaml:"user"`
-	Password     string `yaml:"password"`
-	PasswordFile string `yaml:"password_file"`
-	Token        string `yaml:"token"`
-	TokenFile    string `yaml:"token_file"`
+	CredsFile    string `yaml:"creds_file" doc:"A NATS credentials file (a user JWT and its NKey seed)."`
+	NKeySeedFile string `yaml:"nkey_seed_file" doc:"A file holding an NKey seed."`
+	User         string `yaml:"user" doc:"The user name, with password or password_file."`
+	Password     string `yaml:"password" doc:"The user's password; secret. Prefer ${VAR} or password_file."`
+	PasswordFile string `yaml:"password_file" doc:"A file holding the user's password."`
+	Token        string `yaml:"token" doc:"An authentication token; secret. Prefer ${VAR} or token_file."`
+	TokenFile    string `yaml:"token_file" doc:"A file holding the authentication token."`
 }
 
 // JetStreamTLS is `source.jetstream.tls:`.
 type JetStreamTLS struct {
-	CAFile   string `yaml:"ca_file"`
-	CertFile string `yaml:"cert_file"`
-	KeyFile  string `yaml:"key_file"`
+	CAFile   string `yaml:"ca_file" doc:"The CA certificates (PEM) that the server's certificate is checked against. Empty: the system's."`
+	CertFile string `yaml:"cert_file" doc:"A client certificate (PEM), with key_file."`
+	KeyFile  string `yaml:"key_file" doc:"The client certificate's private key (PEM)."`
 }
 
 func defaultJetStream() JetStream {
@@ -213,17 +213,17 @@ func (c JetStream) LibWithSecrets() (natsjs.Config, error) {
 // PubSub is the `source.pubsub:` section. See sources/gcppubsub.Config for
 // what each field does.
 type PubSub struct {
-	Project             string        `yaml:"project"`
-	Subscription        string        `yaml:"subscription"`
-	Topic               string        `yaml:"topic"`
-	DeadLetterTopic     string        `yaml:"dead_letter_topic"`
-	AckDeadline         time.Duration `yaml:"ack_deadline"`
-	PollInterval        time.Duration `yaml:"poll_interval"`
-	Setup               bool          `yaml:"setup"`
-	MaxDeliveryAttempts int           `yaml:"max_delivery_attempts"`
+	Project             string        `yaml:"project" doc:"The Google Cloud project; required with kind pubsub. GOOGLE_CLOUD_PROJECT replaces it."`
+	Subscription        string        `yaml:"subscription" doc:"The subscription the workers receive from."`
+	Topic               string        `yaml:"topic" doc:"Where sluice enqueue publishes."`
+	DeadLetterTopic     string        `yaml:"dead_letter_topic" doc:"Receives a record of every message the source terminates (data, attributes, reason, delivery count). Empty: no record from the source."`
+	AckDeadline         time.Duration `yaml:"ack_deadline" doc:"The lease of a received message, whole seconds from 1s to 10m; the worker extends it every third."`
+	PollInterval        time.Duration `yaml:"poll_interval" doc:"How long one receive waits for messages before it returns none."`
+	Setup               bool          `yaml:"setup" doc:"Create the topic, the dead-letter topic and the subscription when missing, and the subscriptions that keep pubsub results and dead letters."`
+	MaxDeliveryAttempts int           `yaml:"max_delivery_attempts" doc:"With setup, give a new subscription a dead-letter policy to dead_letter_topic after this many deliveries (5 to 100; 0: none)."`
 	// CredentialsFile is a service account key file; empty: Application
 	// Default Credentials. Ignored when PUBSUB_EMULATOR_HOST is set.
-	CredentialsFile string `yaml:"credentials_file"`
+	CredentialsFile string `yaml:"credentials_file" doc:"A service account key file. Empty: Application Default Credentials. Ignored when PUBSUB_EMULATOR_HOST is set."`
 }
 
 // Defaults of the section that are not the library's.

@@ -8,7 +8,9 @@
 // Disabled is the file's "enabled"). Fields keep the values they hold when
 // their key is missing or null, so decoding on top of the defaults leaves the
 // defaults in place. The tags are the schema: names, nesting and Go types are
-// read from them by reflection, so an option is one tagged field.
+// read from them by reflection, so an option is one tagged field. Its doc,
+// enum and default tags describe it for JSONSchema and Reference (the
+// editor's schema and the docs' option tables); Decode does not read them.
 //
 // The package knows no file format. A Node is built from YAML by
 // internal/config and from JSON by the limiter's trace reader.
@@ -184,6 +186,8 @@ func (d *decoder) duration(path string, n *Node, v reflect.Value) {
 type option struct {
 	index   []int
 	negated bool
+	// doc, enum and def are its doc, enum and default tags (JSONSchema).
+	doc, enum, def string
 }
 
 // Options lists the option names of a struct type and where they are.
@@ -197,10 +201,12 @@ func options(t reflect.Type) map[string]option {
 			continue
 		case name == "" && flags == "inline" && f.Type.Kind() == reflect.Struct:
 			for k, o := range options(f.Type) {
-				out[k] = option{index: append([]int{i}, o.index...), negated: o.negated}
+				o.index = append([]int{i}, o.index...)
+				out[k] = o
 			}
 		case name != "":
-			out[name] = option{index: []int{i}, negated: flags == "negated"}
+			out[name] = option{index: []int{i}, negated: flags == "negated",
+				doc: f.Tag.Get(docTag), enum: f.Tag.Get(enumTag), def: f.Tag.Get(defaultTag)}
 		}
 	}
 	return out

@@ -51,7 +51,7 @@ type Config struct {
 	// OpenTelemetry Collector ("http://otel-collector:4318"); spans are
 	// posted to it under /v1/traces. Empty: tracing is off unless the
 	// environment names an endpoint.
-	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	OTLPEndpoint string `yaml:"otlp_endpoint" doc:"Base URL of an OTLP/HTTP receiver (spans go to /v1/traces under it), such as http://otel-collector:4318. Empty: no spans, unless OTEL_EXPORTER_OTLP_ENDPOINT is set, which replaces this."`
 }
 
 // Validate checks OTLPEndpoint: empty, or an absolute http or https URL with
