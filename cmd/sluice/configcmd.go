@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -97,19 +96,21 @@ func newConfigSchemaCmd() *cobra.Command {
 		Short: "Print the JSON Schema of the config file, for editors",
 		Long: `schema prints the JSON Schema (draft 2020-12) of the config file. It is
 generated from the definitions that decode the file, so it names every key,
-its nesting, its type and its default, and refuses unknown keys. Any value
-may be a ${VAR} reference. The rules on values (ranges, cross-field checks)
-are checked by "sluice config validate", not by the schema.
+its nesting, its type, its default and its description, lists the values of
+every closed set (source.kind, limiter.controller, log.level...), and refuses
+unknown keys. Any value may be a ${VAR} reference. The rules on values
+(ranges, cross-field checks) are checked by "sluice config validate", not by
+the schema.
 
 config.example.yaml names it on its first line for the YAML language server
 (VS Code, Neovim, JetBrains): save it as config.schema.json beside the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := json.MarshalIndent(config.JSONSchema(), "", "  ")
+			out, err := config.SchemaJSON()
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", out)
+			_, err = cmd.OutOrStdout().Write(out)
 			return err
 		},
 	}
