@@ -25,8 +25,13 @@ type delivery struct {
 	invalid string
 	// reason is why the job was dead-lettered, once it is.
 	reason Reason
-	// trace is the delivery's trace; nil for a message handed back unread.
-	trace *jobTrace
+	// trace is the delivery's trace; zero for a message handed back
+	// unread.
+	trace jobTrace
+	// typeLabel is the job's type as metrics label it (see typeLabel).
+	typeLabel string
+	// log is the job's logger, built by jobLog on the first line.
+	log *slog.Logger
 }
 
 // handle takes one message from receipt to settlement: it decides, with
@@ -44,7 +49,8 @@ func (w *Worker) handle(ctx, reqCtx context.Context, m sources.Message) {
 func (w *Worker) deliver(ctx, reqCtx context.Context, d *delivery) (Decision, call.Response) {
 	job, err := w.dec.Decode(d.msg.ID(), d.msg.Headers(), d.msg.Data())
 	d.job = job
-	d.trace.setJob(job.ID, w.typeLabel(job.Type))
+	d.typeLabel = w.typeLabel(job.Type)
+	d.trace.setJob(job.ID, d.typeLabel)
 	if err != nil {
 		return w.invalid(d, err), call.Response{}
 	}
@@ -53,13 +59,12 @@ func (w *Worker) deliver(ctx, reqCtx context.Context, d *delivery) (Decision, ca
 			return w.invalid(d, err), call.Response{}
 		}
 	}
-	log := w.jobLog(d)
 	if err := w.checkCost(job); err != nil {
-		log.Warn("job cost above the limiter's cost bound; dead-lettering it", "units", job.Cost, "err", err)
+		w.jobLog(d).Warn("job cost above the limiter's cost bound; dead-lettering it", "units", job.Cost, "err", err)
 		return w.invalid(d, err), call.Response{}
 	}
 	for {
-		f, resp := w.attempt(ctx, reqCtx, d, log)
+		f, resp := w.attempt(ctx, reqCtx, d)
 		if f.Step == StepInvalid {
 			return w.invalid(d, resp.err), call.Response{}
 		}
@@ -67,7 +72,7 @@ func (w *Worker) deliver(ctx, reqCtx context.Context, d *delivery) (Decision, ca
 		if dec.Action != ActionRetry {
 			return dec, resp.Response
 		}
-		log.Debug("backing off", "attempt", d.attempts, "status", resp.Status, "wait", dec.Delay)
+		w.jobLog(d).Debug("backing off", "attempt", d.attempts, "status", resp.Status, "wait", dec.Delay)
 		t := time.NewTimer(dec.Delay)
 		select {
 		case <-t.C:
@@ -87,7 +92,7 @@ type sent struct {
 
 // attempt waits for the job's units and calls the target once, and
 // returns the facts of the attempt.
-func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery, log *slog.Logger) (Facts, sent) {
+func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery) (Facts, sent) {
 	job := d.job
 	facts := func(step Step, o call.Outcome) Facts {
 		return Facts{Step: step, Call: o, Attempts: d.attempts, Deliveries: d.msg.DeliveryCount(),
@@ -98,7 +103,7 @@ func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery, log *slog.Log
 		ticket, err := lim.Wait(ctx, job.Cost)
 		if err != nil {
 			if ctx.Err() == nil {
-				log.Debug("limiter rejected the job", "units", job.Cost, "err", err)
+				w.jobLog(d).Debug("limiter rejected the job", "units", job.Cost, "err", err)
 			}
 			return facts(StepRejected, call.Outcome{}), sent{}
 		}
@@ -131,7 +136,9 @@ func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery, log *slog.Log
 		n.log(w.log)
 	}
 	d.lastStatus, d.lastBody, d.lastErr = resp.Status, resp.Body, err
-	log.Debug("attempt", "attempt", d.attempts, "status", resp.Status, "result", resp.Outcome.Kind.String(), "units", job.Cost)
+	if w.debug() {
+		w.jobLog(d).Debug("attempt", "attempt", d.attempts, "status", resp.Status, "result", resp.Outcome.Kind.String(), "units", job.Cost)
+	}
 	return facts(StepCalled, resp.Outcome), sent{Response: resp, err: err}
 }
 
@@ -158,6 +165,9 @@ func (w *Worker) checkCost(job Job) error {
 
 // isInvalid reports whether err says that a request cannot be made.
 func isInvalid(err error) bool {
+	if err == nil {
+		return false
+	}
 	var ij *InvalidJobError
 	return errors.As(err, &ij) || errors.Is(err, call.ErrInvalidRequest)
 }
@@ -179,16 +189,28 @@ func (j Job) request() call.Request {
 }
 
 // jobLog is the logger of the lines about d's job: its id, type and trace
-// id.
+// id. It is built on the first line about the job, once the job is
+// decoded: most jobs write none.
 func (w *Worker) jobLog(d *delivery) *slog.Logger {
+	if d.log != nil {
+		return d.log
+	}
 	id := d.job.ID
 	if id == "" {
 		id = d.msg.ID()
 	}
 	if tid := d.trace.traceID(); tid != "" {
-		return w.log.With("job", id, "type", d.job.Type, "trace_id", tid)
+		d.log = w.log.With("job", id, "type", d.job.Type, "trace_id", tid)
+	} else {
+		d.log = w.log.With("job", id, "type", d.job.Type)
 	}
-	return w.log.With("job", id, "type", d.job.Type)
+	return d.log
+}
+
+// debug reports whether debug lines are written, so that a line on every
+// job's path costs nothing (its arguments included) when they are not.
+func (w *Worker) debug() bool {
+	return w.log.Enabled(context.Background(), slog.LevelDebug)
 }
 
 // keepAlive extends m's ack deadline every AckWait/3 until the returned

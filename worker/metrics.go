@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -99,6 +101,15 @@ func statusClass(status int) string {
 	return statusClasses[status/100-1]
 }
 
+// statusIndex is the index of statusClass(status): 0…4 for 1xx…5xx, 5 for
+// "error".
+func statusIndex(status int) int {
+	if status < 100 || status > 599 {
+		return len(statusClasses)
+	}
+	return status/100 - 1
+}
+
 // Stats is a snapshot of a Worker's counts since New. The counts are
 // read one by one, so a snapshot taken while jobs settle may be off by
 // the jobs settled meanwhile.
@@ -145,15 +156,88 @@ func (w *Worker) Stats() Stats {
 	return s
 }
 
-// settled counts a job settled with outcome.
-func (w *Worker) settled(o Outcome, typ string) {
-	if o >= 0 && o < numOutcomes {
-		w.stats.jobs[o].Add(1)
+// children are the metrics' children that a job's path counts with, each
+// looked up by its label values on first use only: WithLabelValues hashes
+// the values and takes the vector's lock on every call. Children are not
+// created before they are used, so /metrics shows the same series either
+// way.
+type children struct {
+	jobs, finished [][numOutcomes]lazyCounter // by type index (typeIndex)
+	attempts       [call.NetworkError + 1]lazyCounter
+	latency        [len(statusClasses) + 1]lazyObserver // by statusIndex
+}
+
+// lazyCounter is a child counter, looked up on first use.
+type lazyCounter struct {
+	p atomic.Pointer[prometheus.Counter]
+}
+
+func (l *lazyCounter) get(v *prometheus.CounterVec, a, b string) prometheus.Counter {
+	if p := l.p.Load(); p != nil {
+		return *p
 	}
+	var c prometheus.Counter
+	if b == "" {
+		c = v.WithLabelValues(a)
+	} else {
+		c = v.WithLabelValues(a, b)
+	}
+	l.p.Store(&c) // two first uses store the same child
+	return c
+}
+
+// lazyObserver is a child histogram, looked up on first use.
+type lazyObserver struct {
+	p atomic.Pointer[prometheus.Observer]
+}
+
+func (l *lazyObserver) get(v *prometheus.HistogramVec, a string) prometheus.Observer {
+	if p := l.p.Load(); p != nil {
+		return *p
+	}
+	o := v.WithLabelValues(a)
+	l.p.Store(&o)
+	return o
+}
+
+// typeLabels lists the values of the type label a worker can use: the
+// configured types, the default type and "other"; index is the inverse.
+type typeLabels struct {
+	names []string
+	index map[string]int
+}
+
+func newTypeLabels(cfg JobsConfig) typeLabels {
+	t := typeLabels{index: map[string]int{}}
+	add := func(name string) {
+		if _, ok := t.index[name]; !ok {
+			t.index[name] = len(t.names)
+			t.names = append(t.names, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Types)) {
+		add(name)
+	}
+	add(cfg.DefaultType)
+	add(otherType)
+	return t
+}
+
+// otherType is the type label of the jobs whose type is not configured.
+const otherType = "other"
+
+// settled counts a job settled with outcome; typ is its type label
+// (typeLabel).
+func (w *Worker) settled(o Outcome, typ string) {
+	if o < 0 || o >= numOutcomes {
+		return
+	}
+	w.stats.jobs[o].Add(1)
 	if m := w.metrics; m != nil {
-		m.jobs.WithLabelValues(o.String(), w.typeLabel(typ)).Inc()
+		i := w.types.index[typ]
+		w.children.jobs[i][o].get(m.jobs, o.String(), typ).Inc()
 		if o.Finished() {
-			m.finished.WithLabelValues(o.String(), w.typeLabel(typ)).Inc()
+			w.children.finished[i][o].get(m.finished, o.String(), typ).Inc()
 		}
 	}
 }
@@ -168,12 +252,14 @@ func (w *Worker) aged(published, now time.Time) {
 
 // attempted counts a call to the target.
 func (w *Worker) attempted(k call.Kind, status int, seconds float64) {
-	if k >= 0 && int(k) < len(w.stats.attempts) {
-		w.stats.attempts[k].Add(1)
+	if k < 0 || int(k) >= len(w.stats.attempts) {
+		return
 	}
+	w.stats.attempts[k].Add(1)
 	if m := w.metrics; m != nil {
-		m.attempts.WithLabelValues(k.String()).Inc()
-		m.latency.WithLabelValues(statusClass(status)).Observe(seconds)
+		w.children.attempts[k].get(m.attempts, k.String(), "").Inc()
+		class := statusClass(status)
+		w.children.latency[statusIndex(status)].get(m.latency, class).Observe(seconds)
 	}
 }
 
@@ -190,5 +276,5 @@ func (w *Worker) typeLabel(t string) string {
 	if _, ok := w.cfg.Jobs.Types[t]; ok || t == w.cfg.Jobs.DefaultType {
 		return t
 	}
-	return "other"
+	return otherType
 }

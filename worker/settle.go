@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/sluicehq/sluice/call"
@@ -16,21 +15,20 @@ import (
 // done (with its own settle timeout), so the job goes back to the queue
 // at once.
 func (w *Worker) settleWith(ctx context.Context, d *delivery, dec Decision, resp call.Response) {
-	log := w.jobLog(d)
 	switch dec.Action {
 	case ActionAck:
-		w.succeed(ctx, d, resp, log)
+		w.succeed(ctx, d, resp)
 	case ActionNak:
-		w.nak(ctx, d, dec.Delay, dec.Outcome, log)
+		w.nak(ctx, d, dec.Delay, dec.Outcome)
 	case ActionDeadLetter:
 		w.deadLetter(ctx, d, dec.Reason, w.detail(d, dec.Reason))
 	case ActionRelease:
-		w.nak(context.Background(), d, 0, OutcomeReleased, log)
+		w.nak(context.Background(), d, 0, OutcomeReleased)
 	default:
 		// ActionRetry is not a settlement: the attempt loop never passes
 		// it here. Hand the job back rather than hold it.
-		log.Error("no settlement for the decision; releasing the job", "action", dec.Action.String())
-		w.nak(context.Background(), d, 0, OutcomeReleased, log)
+		w.jobLog(d).Error("no settlement for the decision; releasing the job", "action", dec.Action.String())
+		w.nak(context.Background(), d, 0, OutcomeReleased)
 	}
 }
 
@@ -58,7 +56,7 @@ func (w *Worker) settleCtx(ctx context.Context) (context.Context, context.Cancel
 }
 
 // succeed publishes the result (when configured), then acks.
-func (w *Worker) succeed(ctx context.Context, d *delivery, resp call.Response, log *slog.Logger) {
+func (w *Worker) succeed(ctx context.Context, d *delivery, resp call.Response) {
 	sctx, cancel := w.settleCtx(ctx)
 	defer cancel()
 	if w.deps.Results != nil {
@@ -71,45 +69,51 @@ func (w *Worker) succeed(ctx context.Context, d *delivery, resp call.Response, l
 			err = w.deps.Results.Publish(sctx, recordKey(d.msg), data)
 		}
 		if err != nil {
-			log.Error("publishing the result failed; the job will be redelivered", "status", resp.Status, "err", err)
-			w.nakAfterOutputFailure(sctx, d, log)
+			w.jobLog(d).Error("publishing the result failed; the job will be redelivered", "status", resp.Status, "err", err)
+			w.nakAfterOutputFailure(sctx, d)
 			return
 		}
 	}
 	if err := d.msg.Ack(sctx); err != nil {
-		log.Error("ack failed; the queue will redeliver the job", "status", resp.Status, "err", err)
+		w.jobLog(d).Error("ack failed; the queue will redeliver the job", "status", resp.Status, "err", err)
 		w.done(d, OutcomeUnsettled)
 		return
 	}
-	log.Debug("job done", "status", resp.Status, "attempts", d.attempts)
+	if w.debug() {
+		w.jobLog(d).Debug("job done", "status", resp.Status, "attempts", d.attempts)
+	}
 	w.done(d, OutcomeSucceeded)
 }
 
-func (w *Worker) nak(ctx context.Context, d *delivery, delay time.Duration, outcome Outcome, log *slog.Logger) {
+func (w *Worker) nak(ctx context.Context, d *delivery, delay time.Duration, outcome Outcome) {
 	sctx, cancel := w.settleCtx(ctx)
 	defer cancel()
 	if err := d.msg.Nak(sctx, delay); err != nil {
-		log.Error("nak failed; the queue will redeliver the job after its ack deadline", "err", err)
+		w.jobLog(d).Error("nak failed; the queue will redeliver the job after its ack deadline", "err", err)
 		w.done(d, OutcomeUnsettled)
 		return
 	}
-	log.Debug("job naked", "delay", delay, "status", d.lastStatus, "outcome", outcome.String())
+	w.jobLog(d).Debug("job naked", "delay", delay, "status", d.lastStatus, "outcome", outcome.String())
 	w.done(d, outcome)
 }
 
 // nakAfterOutputFailure naks a job whose record could not be published,
 // with a backoff by delivery count.
-func (w *Worker) nakAfterOutputFailure(ctx context.Context, d *delivery, log *slog.Logger) {
+func (w *Worker) nakAfterOutputFailure(ctx context.Context, d *delivery) {
 	delay := backoff(w.cfg.BackoffBase, d.msg.DeliveryCount(), w.cfg.BackoffCap, w.jitter())
 	if err := d.msg.Nak(ctx, delay); err != nil {
-		log.Error("nak failed; the queue will redeliver the job after its ack deadline", "err", err)
+		w.jobLog(d).Error("nak failed; the queue will redeliver the job after its ack deadline", "err", err)
 	}
 	w.done(d, OutcomeUnsettled)
 }
 
 // done counts d's job settled with o and ends the delivery's span.
 func (w *Worker) done(d *delivery, o Outcome) {
-	w.settled(o, d.job.Type)
+	label := d.typeLabel
+	if label == "" {
+		label = w.typeLabel(d.job.Type)
+	}
+	w.settled(o, label)
 	if o.Finished() {
 		w.aged(sources.PublishedAt(d.msg), time.Now())
 	}
@@ -163,7 +167,7 @@ func (w *Worker) deadLetter(ctx context.Context, d *delivery, reason Reason, det
 		}
 		if err != nil {
 			log.Error("publishing the dead letter failed; the job will be redelivered", "reason", rec.Reason, "err", err)
-			w.nakAfterOutputFailure(sctx, d, log)
+			w.nakAfterOutputFailure(sctx, d)
 			return
 		}
 	}

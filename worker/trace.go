@@ -44,29 +44,31 @@ func (c messageCarrier) Keys() []string {
 
 // jobTrace is the trace of one delivery of a job: its span, a child of the
 // producer's when the message carried a valid traceparent. Without a
-// tracer the span records nothing: it only carries the span context that
-// attempts propagate (the producer's, unchanged, or a new trace).
+// tracer no span is made: sc is the span context that attempts propagate
+// (the producer's, unchanged, or a new trace's). The zero jobTrace (a
+// message handed back unread) has neither.
 type jobTrace struct {
 	tracer trace.Tracer // nil: spans are not recorded
-	span   trace.Span
+	span   trace.Span   // with a tracer only
+	sc     trace.SpanContext
 }
 
 // startJob starts the trace of a delivery of the message with this id and
 // headers.
-func (w *Worker) startJob(id string, headers map[string]string, deliveries int) *jobTrace {
+func (w *Worker) startJob(id string, headers map[string]string, deliveries int) jobTrace {
 	parent := traceContext.Extract(context.Background(), messageCarrier(headers))
 	if tr := w.deps.Tracer; tr != nil {
 		_, span := tr.Start(parent, "job", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 			attribute.String("messaging.message.id", id),
 			attribute.Int("sluice.delivery", deliveries),
 		))
-		return &jobTrace{tracer: tr, span: span}
+		return jobTrace{tracer: tr, span: span, sc: span.SpanContext()}
 	}
 	sc := trace.SpanContextFromContext(parent)
 	if !sc.IsValid() {
 		sc = newTrace()
 	}
-	return &jobTrace{span: trace.SpanFromContext(trace.ContextWithSpanContext(context.Background(), sc))}
+	return jobTrace{sc: sc}
 }
 
 // newTrace returns the span context of a new trace: random, valid ids, not
@@ -84,13 +86,13 @@ func newTrace() trace.SpanContext {
 	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})
 }
 
-// traceID is the trace id logged with the job's lines, "" for a nil
+// traceID is the trace id logged with the job's lines, "" for the zero
 // jobTrace.
 func (t *jobTrace) traceID() string {
-	if t == nil {
+	if !t.sc.IsValid() {
 		return ""
 	}
-	return t.span.SpanContext().TraceID().String()
+	return t.sc.TraceID().String()
 }
 
 // setJob names the span after the decoded job: its id and type label.
@@ -106,10 +108,10 @@ func (t *jobTrace) setJob(id, typeLabel string) {
 // the target: a new child span of the job's when spans are recorded, else
 // the job's own. end closes the attempt's span with what the call gave.
 func (t *jobTrace) startAttempt(ctx context.Context, n int, method string) (context.Context, func(status int, result string, err error)) {
-	ctx = trace.ContextWithSpan(ctx, t.span)
 	if t.tracer == nil {
-		return ctx, func(int, string, error) {}
+		return trace.ContextWithSpanContext(ctx, t.sc), noEnd
 	}
+	ctx = trace.ContextWithSpan(ctx, t.span)
 	ctx, span := t.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("http.request.method", method),
 		attribute.Int("sluice.attempt", n),
@@ -126,11 +128,14 @@ func (t *jobTrace) startAttempt(ctx context.Context, n int, method string) (cont
 	}
 }
 
+// noEnd is startAttempt's end without a tracer.
+func noEnd(int, string, error) {}
+
 // end closes the job's span with how the delivery was settled and, for a
-// dead letter, its reason. A nil jobTrace (a message handed back unread)
-// does nothing.
+// dead letter, its reason. Without a span (no tracer, or a message handed
+// back unread) it does nothing.
 func (t *jobTrace) end(o Outcome, reason Reason) {
-	if t == nil || t.tracer == nil {
+	if t.tracer == nil {
 		return
 	}
 	t.span.SetAttributes(attribute.String("sluice.outcome", o.String()))

@@ -90,8 +90,11 @@ type Worker struct {
 	log     *slog.Logger
 	metrics *Metrics
 	stats   counters
-	health  targetHealth
-	drain   drain // used by Run's goroutine only
+	// types and children: the metrics' children by label, looked up once.
+	types    typeLabels
+	children children
+	health   targetHealth
+	drain    drain // used by Run's goroutine only
 
 	// jitter returns a random number in [0, 1]; replaced in tests.
 	jitter func() float64
@@ -114,14 +117,18 @@ func New(cfg Config, deps Deps) (*Worker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{
+	w := &Worker{
 		cfg:     cfg,
 		dec:     dec,
 		deps:    deps,
 		log:     log.With("worker", cfg.ID),
 		metrics: deps.Metrics,
+		types:   newTypeLabels(cfg.Jobs),
 		jitter:  rand.Float64,
-	}, nil
+	}
+	w.children.jobs = make([][numOutcomes]lazyCounter, len(w.types.names))
+	w.children.finished = make([][numOutcomes]lazyCounter, len(w.types.names))
+	return w, nil
 }
 
 // Config returns the worker's configuration with defaults applied.
@@ -161,8 +168,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Pull in batches of at least half of MaxInFlight: one receive
 	// per freed slot would cost a round trip to the queue per job.
 	batch := max(1, w.cfg.MaxInFlight/2)
+	// Handlers take the jobs from work, one at a time, and live until it is
+	// closed: a goroutine per job would grow a new stack for each, as deep
+	// as an HTTP call needs.
+	work := make(chan sources.Message)
+	handlers := 0
+	handler := func(m sources.Message) {
+		for ok := true; ok; m, ok = <-work {
+			w.handle(ctx, reqCtx, m)
+			w.held(-1)
+			<-slots
+		}
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer close(work)
 	for {
 		// Wait for room for a batch, then take all the room there is.
 		room := 0
@@ -207,11 +227,18 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		for _, m := range msgs {
 			w.held(1)
-			wg.Go(func() {
-				defer func() { <-slots }()
-				defer w.held(-1)
-				w.handle(ctx, reqCtx, m)
-			})
+			select {
+			case work <- m:
+			default:
+				if handlers < w.cfg.MaxInFlight {
+					handlers++
+					wg.Go(func() { handler(m) })
+				} else {
+					// Every handler exists and m holds a slot, so one
+					// of them has freed its own and is on its way back.
+					work <- m
+				}
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,15 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/sluicehq/sluice/call"
 )
-
-// traceContext writes W3C Trace Context (traceparent, tracestate).
-var traceContext = propagation.TraceContext{}
 
 // ExcerptBytes is the most of a response body a call.StatusError carries.
 const ExcerptBytes = 1024
@@ -48,6 +45,7 @@ type Sink struct {
 	respHeaders []string // canonical; nil keeps all
 	secrets     [][]byte // config header values redacted from error bodies
 	now         func() time.Time
+	paths       pathCache
 }
 
 // Option configures a Sink.
@@ -162,7 +160,7 @@ func (s *Sink) prepare(r call.Request) (string, *url.URL, http.Header, error) {
 	if err != nil {
 		return "", nil, nil, err
 	}
-	u, err := resolve(s.base, r.Path)
+	u, err := s.paths.resolve(s.base, r.Path)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -196,13 +194,33 @@ func (s *Sink) build(ctx context.Context, r call.Request) (*http.Request, error)
 	req.URL = u
 	req.Host = ""
 	req.Header = h
-	if trace.SpanContextFromContext(ctx).IsValid() {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		// The trace context of the call replaces a job's own.
-		h.Del("Traceparent")
-		h.Del("Tracestate")
-		traceContext.Inject(ctx, propagation.HeaderCarrier(h))
+		delete(h, "Traceparent")
+		delete(h, "Tracestate")
+		setTraceContext(h, sc)
 	}
 	return req, nil
+}
+
+// setTraceContext writes sc as W3C Trace Context, as
+// propagation.TraceContext.Inject does (version 00, the flags the spec
+// defines: sampled and random),
+// with the header keys already canonical: Inject's carrier canonicalizes
+// "traceparent" anew on every request.
+func setTraceContext(h http.Header, sc trace.SpanContext) {
+	var b [55]byte // 00-<32 hex>-<16 hex>-<2 hex>
+	tid, sid := sc.TraceID(), sc.SpanID()
+	copy(b[:], "00-")
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))})
+	h["Traceparent"] = []string{string(b[:])}
+	if ts := sc.TraceState().String(); ts != "" {
+		h["Tracestate"] = []string{ts}
+	}
 }
 
 // Send makes the call and reads the response body up to the cap.
@@ -238,20 +256,23 @@ func (s *Sink) Send(ctx context.Context, r call.Request) (call.Response, error) 
 	}
 	body, truncated, rerr := readCapped(resp.Body, s.cfg.MaxResponseBytes)
 	resp.Body.Close()
+	end := s.now() // the latency's end and the classifier's now
 	res := call.Response{
 		Status:    resp.StatusCode,
 		Header:    s.keepHeaders(resp.Header),
 		Body:      body,
 		Truncated: truncated,
-		Latency:   s.now().Sub(start),
+		Latency:   end.Sub(start),
 	}
 	if rerr != nil {
 		res.Outcome = call.Outcome{Kind: call.NetworkError}
 		s.log.Debug("target response cut", "job", r.ID, "method", req.Method, "path", logPath, "status", resp.StatusCode, "latency", res.Latency, "err", rerr)
 		return res, s.networkError(ctx, tctx, req.Method, logPath, fmt.Errorf("reading the body of a %d response: %w", resp.StatusCode, rerr))
 	}
-	res.Outcome = s.cfg.Classifier.Classify(resp.StatusCode, resp.Header, s.now())
-	s.log.Debug("target call", "job", r.ID, "method", req.Method, "path", logPath, "status", resp.StatusCode, "latency", res.Latency, "outcome", res.Outcome.Kind.String())
+	res.Outcome = s.cfg.Classifier.Classify(resp.StatusCode, resp.Header, end)
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.Debug("target call", "job", r.ID, "method", req.Method, "path", logPath, "status", resp.StatusCode, "latency", res.Latency, "outcome", res.Outcome.Kind.String())
+	}
 	if resp.StatusCode < 400 {
 		return res, nil
 	}
