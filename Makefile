@@ -8,7 +8,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 PKGS     := ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test test-browser check bench bench-control e2e e2e-strict e2e-members e2e-fleet faults flood fuzz release clean bin/faults
+.PHONY: all build test test-browser check bench bench-control e2e e2e-strict e2e-members e2e-fleet faults flood bench-flood fuzz release clean bin/faults
 
 all: build
 
@@ -70,6 +70,13 @@ faults: build bin/faults
 # A benchmark, not in CI.
 flood: build bin/faults
 	bin/faults -sluice bin/sluice -scenario flood
+
+# The flood beside an older commit, built in a git worktree of its own
+# (default dce2799): runs alternate, the older first, and the ratio of
+# jobs/s is printed last (docs/operations.md). BASE=<commit>, JOBS=<n>,
+# PAIRS=<n> (default 2).
+bench-flood:
+	GO=$(GO) JOBS=$(or $(JOBS),1000000) PAIRS=$(or $(PAIRS),2) sh scripts/bench-flood.sh $(or $(BASE),dce2799)
 
 bin/faults:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/faults ./faults/cmd/faults

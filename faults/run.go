@@ -34,7 +34,12 @@ type Suite struct {
 	Jobs   int    // jobs per scenario (at least 2,000 for the record)
 	// FloodJobs is the flood benchmark's job count.
 	FloodJobs int
-	Seed      uint64
+	// FloodProfile, when set, is a directory where the flood writes the
+	// worker's CPU profile (cpu.pprof, FloodCPUSeconds of the drain) and
+	// its allocations since start (allocs.pprof, at the end of the drain).
+	FloodProfile    string
+	FloodCPUSeconds int
+	Seed            uint64
 	// Out receives the scenario lines, Log the progress.
 	Out, Log io.Writer
 }

@@ -26,6 +26,7 @@ type workerOpts struct {
 	TargetTimeout   time.Duration
 	ShutdownTimeout time.Duration
 	Metrics         bool
+	Pprof           bool // serve /debug/pprof beside /metrics (needs Metrics)
 	LogLevel        string
 	TrustJobCost    bool // jobs.trust_job_cost: an envelope's cost counts
 	// Embedded runs the queue in the worker (url: embedded); every
@@ -111,11 +112,11 @@ worker:
   rejected_delay: 500ms
   shutdown_timeout: %s
 dead_letters: {kind: nats}
-metrics: {listen: %q}
+metrics: {listen: %q, pprof: %v}
 log: {format: json, level: %s}
 `, e.name, id, url, filepath.Join(e.dir, "embedded-store"), e.embeddedPort, o.Setup, ackWait, target, o.TargetTimeout, o.Strict, o.TrustJobCost,
 		o.UnitsPerMinute > 0, rate, max(rate, 600), o.Instances,
-		id, o.MaxInFlight, o.ShutdownTimeout, listen, o.LogLevel)
+		id, o.MaxInFlight, o.ShutdownTimeout, listen, o.Pprof, o.LogLevel)
 	path := filepath.Join(e.dir, id+".yaml")
 	return path, os.WriteFile(path, []byte(cfg), 0o644)
 }

@@ -4,7 +4,7 @@
 // ids and the dead-letter records. See docs/reliability.md.
 //
 //	faults [-sluice bin/sluice] [-scenario NAME[,NAME...]] [-jobs 2000]
-//	faults -scenario flood [-flood-jobs 1000000]
+//	faults -scenario flood [-flood-jobs 1000000] [-flood-profile DIR]
 //	faults natsd -name N -port P -store DIR [-cluster C -cluster-port P -routes URL,...]
 //
 // It prints one line per scenario,
@@ -68,6 +68,8 @@ func run(args []string) int {
 	only := fs.String("scenario", "", "scenarios to run, comma-separated (default: all but flood); "+names())
 	jobs := fs.Int("jobs", 2000, "jobs per scenario")
 	floodJobs := fs.Int("flood-jobs", 1_000_000, "jobs of the flood benchmark")
+	floodProfile := fs.String("flood-profile", "", "directory for the flood worker's CPU and allocation profiles (cpu.pprof, allocs.pprof)")
+	floodCPU := fs.Int("flood-cpu-seconds", 20, "seconds of the drain the flood's CPU profile covers")
 	dir := fs.String("dir", "", "work directory (default: a new temporary directory)")
 	keep := fs.Bool("keep", false, "keep the work directory (logs, configs, stores) even when every scenario passes")
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "random seed for the fault points")
@@ -103,7 +105,7 @@ func run(args []string) int {
 			return 2
 		}
 	}
-	s := &faults.Suite{Sluice: bin, Self: self, Dir: work, Jobs: *jobs, FloodJobs: *floodJobs, Seed: *seed, Out: os.Stdout, Log: os.Stderr}
+	s := &faults.Suite{Sluice: bin, Self: self, Dir: work, Jobs: *jobs, FloodJobs: *floodJobs, FloodProfile: *floodProfile, FloodCPUSeconds: *floodCPU, Seed: *seed, Out: os.Stdout, Log: os.Stderr}
 	fmt.Fprintf(os.Stderr, "faults: seed %d, work directory %s\n", *seed, work)
 
 	failed := 0

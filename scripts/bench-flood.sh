@@ -1,0 +1,76 @@
+#!/bin/sh
+# The flood beside an older commit (make bench-flood): builds this tree and
+# BASE (default dce2799) in a git worktree of its own, then runs each one's
+# `faults -scenario flood` in turn, BASE first: BASE, this tree, BASE, this
+# tree... (PAIRS pairs), so that both see the machine's load alike. Prints
+# each run's jobs/s, the worker's peak RSS (and CPU per job where the
+# commit's flood reports it), then the ratio of this tree's jobs/s to
+# BASE's: per pair and over all runs.
+# Usage: scripts/bench-flood.sh [BASE]
+# Environment: GO (go), JOBS (1000000 jobs per run), PAIRS (2).
+set -eu
+
+GO=${GO:-go}
+BASE=${1:-${BASE:-dce2799}}
+JOBS=${JOBS:-1000000}
+PAIRS=${PAIRS:-2}
+
+root=$(git rev-parse --show-toplevel)
+base=$(git -C "$root" rev-parse --short "$BASE^{commit}")
+head=$(git -C "$root" rev-parse --short HEAD)
+if [ -n "$(git -C "$root" status --porcelain --untracked-files=no)" ]; then
+	head="$head+changes"
+fi
+tmp=$(mktemp -d)
+cleanup() {
+	git -C "$root" worktree remove --force "$tmp/base" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+build() { # source directory, output directory
+	mkdir -p "$2"
+	(cd "$1" && CGO_ENABLED=0 "$GO" build -trimpath -o "$2/sluice" ./cmd/sluice &&
+		CGO_ENABLED=0 "$GO" build -trimpath -o "$2/faults" ./faults/cmd/faults)
+}
+echo "building $head (this tree) and $base (git worktree in $tmp/base)" >&2
+build "$root" "$tmp/new"
+git -C "$root" worktree add --detach --quiet "$tmp/base" "$base"
+build "$tmp/base" "$tmp/old"
+
+# run NAME DIR: one flood; prints "NAME jobs/s rss_mb cpu_us_per_job".
+run() {
+	out="$tmp/$1.out"
+	if ! "$2/faults" -sluice "$2/sluice" -scenario flood -flood-jobs "$JOBS" >"$out" 2>"$tmp/$1.err"; then
+		echo "bench-flood: the flood of $1 failed:" >&2
+		cat "$out" "$tmp/$1.err" >&2
+		exit 1
+	fi
+	rate=$(sed -n 's/.* jobs in .*s: \([0-9.]*\) jobs\/s.*/\1/p' "$out")
+	rss=$(sed -n 's/.*worker peak RSS (VmHWM) \([0-9.]*\) MB.*/\1/p' "$out")
+	cpu=$(sed -n 's/.*: \([0-9.]*\) µs per job.*/\1/p' "$out")
+	echo "$1 ${rate:-?} ${rss:-?} ${cpu:--}"
+}
+
+echo "| run | build | jobs/s | worker peak RSS MB | worker CPU µs/job |"
+echo "|---|---|---:|---:|---:|"
+: >"$tmp/runs"
+i=1
+while [ "$i" -le "$PAIRS" ]; do
+	for b in old new; do
+		set -- $(run "$b$i" "$tmp/$b")
+		echo "$b $2" >>"$tmp/runs"
+		name=$base
+		[ "$b" = new ] && name=$head
+		echo "| $i | $name | $2 | $3 | $4 |"
+	done
+	i=$((i + 1))
+done
+echo
+awk -v base="$base" -v head="$head" '
+	$1 == "old" { o[++no] = $2; so += $2 }
+	$1 == "new" { n[++nn] = $2; sn += $2 }
+	END {
+		for (i = 1; i <= nn; i++) printf "pair %d: %s/%s = %.3f\n", i, head, base, n[i] / o[i]
+		printf "flood ratio (%d jobs, mean of %d runs each): %s/%s = %.3f\n", '"$JOBS"', nn, head, base, (sn / nn) / (so / no)
+	}' "$tmp/runs"
