@@ -168,21 +168,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Pull in batches of at least half of MaxInFlight: one receive
 	// per freed slot would cost a round trip to the queue per job.
 	batch := max(1, w.cfg.MaxInFlight/2)
-	// Handlers take the jobs from work, one at a time, and live until it is
-	// closed: a goroutine per job would grow a new stack for each, as deep
-	// as an HTTP call needs.
-	work := make(chan sources.Message)
-	handlers := 0
-	handler := func(m sources.Message) {
-		for ok := true; ok; m, ok = <-work {
-			w.handle(ctx, reqCtx, m)
-			w.held(-1)
-			<-slots
-		}
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(work)
+	hs := &handlers{work: make(chan sources.Message), max: w.cfg.MaxInFlight, handle: func(m sources.Message) {
+		w.handle(ctx, reqCtx, m)
+		w.held(-1)
+		<-slots
+	}}
+	defer hs.stop()
 	for {
 		// Wait for room for a batch, then take all the room there is.
 		room := 0
@@ -227,18 +218,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		for _, m := range msgs {
 			w.held(1)
-			select {
-			case work <- m:
-			default:
-				if handlers < w.cfg.MaxInFlight {
-					handlers++
-					wg.Go(func() { handler(m) })
-				} else {
-					// Every handler exists and m holds a slot, so one
-					// of them has freed its own and is on its way back.
-					work <- m
-				}
-			}
+			hs.give(m)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -252,4 +232,43 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// handlers run the jobs that Run hands them, one at a time each, and live
+// until stop: a goroutine per job would grow a new stack for every job, as
+// deep as an HTTP call needs. There are at most max of them, started as
+// the jobs held grow.
+type handlers struct {
+	work   chan sources.Message
+	max, n int
+	handle func(sources.Message) // the job's whole path, slot freed
+	wg     sync.WaitGroup
+}
+
+// give hands m, which holds a slot, to an idle handler or a new one.
+func (h *handlers) give(m sources.Message) {
+	select {
+	case h.work <- m:
+		return
+	default:
+	}
+	if h.n == h.max {
+		// Every handler exists and m holds a slot, so one of them has
+		// freed its own and is on its way back.
+		h.work <- m
+		return
+	}
+	h.n++
+	first := m // m itself would move to the heap on every call
+	h.wg.Go(func() {
+		for m, ok := first, true; ok; m, ok = <-h.work {
+			h.handle(m)
+		}
+	})
+}
+
+// stop lets each handler finish its job and waits for them to return.
+func (h *handlers) stop() {
+	close(h.work)
+	h.wg.Wait()
 }
