@@ -8,7 +8,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 PKGS     := ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test test-browser check bench bench-control e2e e2e-strict e2e-members e2e-fleet faults flood bench-flood fuzz release clean bin/faults
+.PHONY: all build test test-browser check bench bench-control e2e e2e-strict e2e-zoo e2e-members e2e-fleet faults flood bench-flood fuzz release clean bin/faults
 
 all: build
 
@@ -88,6 +88,15 @@ bin/faults:
 e2e-strict:
 	@command -v nginx >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light; }
 	GO=$(GO) sh scripts/e2e-strict.sh
+
+# Real gateways (docs/tuning.md): nginx limit_req at 20, 75 and 200 r/s
+# with bursts 5, 10 and 20, haproxy's stick-table recipe, testserver's
+# fixed window, and a worker started before its jobs arrive; each row a
+# backlog of 4 minutes of ideal time, 4 rows at a time. About 16 minutes;
+# prints one row per target and the worst ratio last.
+e2e-zoo:
+	@command -v nginx >/dev/null 2>&1 && command -v haproxy >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light haproxy; }
+	GO=$(GO) sh scripts/e2e-zoo.sh
 
 # The same with 3 workers in limiter.share.mode members, then with one of
 # them SIGKILLed mid-drain (docs/scaling.md). JOBS=9000 spans several
