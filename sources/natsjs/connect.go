@@ -82,13 +82,16 @@ func (s *Source) bind(ctx context.Context) error {
 	c := s.cfg
 	if c.Setup {
 		if err := retryServerError(ctx, func() error {
-			_, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			st, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 				Name:       c.Stream,
 				Subjects:   c.Subjects,
 				Retention:  jetstream.WorkQueuePolicy,
 				Storage:    jetstream.FileStorage,
 				Duplicates: c.DuplicateWindow,
 			})
+			if err == nil {
+				s.created = st.CachedInfo().Created
+			}
 			return err
 		}); err != nil {
 			return fmt.Errorf("jetstream: set up stream %q: %w", c.Stream, err)
@@ -130,7 +133,11 @@ func (s *Source) bind(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: consumer %q on stream %q (set setup: true to create it): %w", c.Consumer, c.Stream, err)
 	}
-	s.cons = cons
+	st, err := s.js.Stream(ctx, c.Stream)
+	if err != nil {
+		return fmt.Errorf("jetstream: stream %q: %w", c.Stream, err)
+	}
+	s.cons, s.created = cons, st.CachedInfo().Created
 	return nil
 }
 
