@@ -1,9 +1,6 @@
 package call
 
-import (
-	"math"
-	"time"
-)
+import "time"
 
 // Quota is what a response announced about the API's quota: the rate-limit
 // headers of docs/limiter.md ("Quota headers"), read by
@@ -29,19 +26,31 @@ type Quota struct {
 // plans further than a daily quota.
 const MaxQuotaSpan = 24 * time.Hour
 
+// MinQuotaWindow is the shortest window a Quota keeps: a limit "per
+// nanosecond" is no rate a limiter can plan with, and multiplies any limit
+// into an absurd one.
+const MinQuotaWindow = time.Second
+
+// MaxQuotaUnits bounds the limit and the remaining of a Quota: a larger
+// one is ignored. It is the limiter's bound on a job's cost (limiter.MaxUnits):
+// no quota a limiter can spend is larger.
+const MaxQuotaUnits = 1e12
+
 // Present reports whether q announces anything.
 func (q Quota) Present() bool { return q.Limit != 0 || q.HasRemaining || q.Reset != 0 || q.Window != 0 }
 
 // Sanitized returns q with every value that breaks its rule dropped: a
-// limit that is not a finite number > 0, a remaining that is not finite
-// and ≥ 0, a reset or window that is not in (0, MaxQuotaSpan]. A remaining
-// above the limit is taken as the limit.
+// limit that is not a number in (0, MaxQuotaUnits], a remaining that is
+// not in [0, MaxQuotaUnits], a reset that is not in (0, MaxQuotaSpan], a
+// window that is not in [MinQuotaWindow, MaxQuotaSpan]. A remaining above
+// the limit is taken as the limit. (Whether a limit is plausible for the
+// rates configured, at most max_units_per_minute over its window, is the
+// limiter's to judge: a Quota carries the limit and the window for it.)
 func (q Quota) Sanitized() Quota {
-	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-	if !(q.Limit > 0) || !finite(q.Limit) {
+	if !(q.Limit > 0 && q.Limit <= MaxQuotaUnits) {
 		q.Limit = 0
 	}
-	if q.HasRemaining && (!(q.Remaining >= 0) || !finite(q.Remaining)) {
+	if q.HasRemaining && !(q.Remaining >= 0 && q.Remaining <= MaxQuotaUnits) {
 		q.HasRemaining, q.Remaining = false, 0
 	}
 	if q.HasRemaining && q.Limit > 0 && q.Remaining > q.Limit {
@@ -50,7 +59,7 @@ func (q Quota) Sanitized() Quota {
 	if q.Reset <= 0 || q.Reset > MaxQuotaSpan {
 		q.Reset = 0
 	}
-	if q.Window <= 0 || q.Window > MaxQuotaSpan {
+	if q.Window < MinQuotaWindow || q.Window > MaxQuotaSpan {
 		q.Window = 0
 	}
 	return q

@@ -98,7 +98,8 @@ type policy struct {
 
 // parseIETF reads the RateLimit and RateLimit-Policy fields and the legacy
 // RateLimit-Limit/-Remaining/-Reset; with several policies, the most
-// restrictive one wins (mostRestrictive).
+// restrictive one wins (mostRestrictive). It takes time linear in the
+// fields' length: policies are matched by name through a map.
 func parseIETF(h http.Header) Quota {
 	var ps []policy
 	if items, err := parseSFList(h.Values("RateLimit-Policy")); err == nil {
@@ -118,11 +119,21 @@ func parseIETF(h http.Header) Quota {
 		}
 	}
 	if items, err := parseSFList(h.Values("RateLimit")); err == nil {
+		byName := make(map[string]int, len(ps))
+		for i := len(ps) - 1; i >= 0; i-- { // the first policy of a name wins
+			byName[ps[i].name] = i
+		}
 		for _, it := range items {
 			if it.kind != sfString && it.kind != sfToken {
 				continue
 			}
-			p := findPolicy(&ps, it.str)
+			i, ok := byName[it.str]
+			if !ok {
+				i = len(ps)
+				ps = append(ps, policy{name: it.str})
+				byName[it.str] = i
+			}
+			p := &ps[i]
 			p.remaining, p.hasRemaining = it.param("r")
 			p.reset = secondsParam(it, "t")
 		}
@@ -131,17 +142,6 @@ func parseIETF(h http.Header) Quota {
 		ps = append(ps, legacy)
 	}
 	return mostRestrictive(ps)
-}
-
-// findPolicy returns the policy named name, added to ps if missing.
-func findPolicy(ps *[]policy, name string) *policy {
-	for i := range *ps {
-		if (*ps)[i].name == name {
-			return &(*ps)[i]
-		}
-	}
-	*ps = append(*ps, policy{name: name})
-	return &(*ps)[len(*ps)-1]
 }
 
 // parseLegacyIETF reads RateLimit-Limit (its first member; a w parameter,
@@ -206,8 +206,11 @@ func mostRestrictive(ps []policy) Quota {
 	bi, li := -1, -1
 	for i, p := range ps {
 		p.limit = validNumber(p.limit)
-		if p.hasRemaining && !(p.remaining >= 0 && p.remaining <= math.MaxFloat64) {
+		if p.hasRemaining && !(p.remaining >= 0 && p.remaining <= MaxQuotaUnits) {
 			p.hasRemaining = false
+		}
+		if p.window < MinQuotaWindow {
+			p.window = 0
 		}
 		ps[i] = p
 		if p.hasRemaining && p.reset > 0 &&
@@ -238,9 +241,9 @@ func mostRestrictive(ps []policy) Quota {
 	return q
 }
 
-// validNumber returns v if it is a finite number > 0, else 0.
+// validNumber returns v if it is a number in (0, MaxQuotaUnits], else 0.
 func validNumber(v float64) float64 {
-	if !(v > 0) || math.IsInf(v, 0) {
+	if !(v > 0 && v <= MaxQuotaUnits) {
 		return 0
 	}
 	return v

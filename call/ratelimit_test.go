@@ -1,6 +1,8 @@
 package call
 
 import (
+	"flag"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -54,8 +56,15 @@ func TestParseIETF(t *testing.T) {
 		{"reset years ahead", hdr("RateLimit", `"a";r=5;t=999999999999`), Quota{}},
 		{"too many digits", hdr("RateLimit", `"a";r=1234567890123456;t=3`), Quota{}},
 		{"NaN and exponents", hdr("RateLimit-Limit", "NaN", "RateLimit-Remaining", "1e308", "RateLimit-Reset", "Inf"), Quota{}},
-		{"huge limit", hdr("RateLimit-Policy", `"a";q=999999999999999;w=1`),
-			Quota{Limit: 999999999999999, Window: sec(1)}},
+		{"absurd limit", hdr("RateLimit-Policy", `"a";q=999999999999999;w=1`), Quota{}},
+		{"largest limit", hdr("RateLimit-Policy", `"a";q=1000000000000;w=60`), Quota{Limit: MaxQuotaUnits, Window: sec(60)}},
+		{"absurd limit loses to a sane one", hdr("RateLimit-Policy", `"a";q=10;w=60, "b";q=999999999999999;w=1`),
+			Quota{Limit: 10, Window: sec(60)}},
+		{"window under a second", hdr("RateLimit-Policy", `"a";q=10;w=0.001`), Quota{Limit: 10}},
+		{"window of a second", hdr("RateLimit-Policy", `"a";q=10;w=1`), Quota{Limit: 10, Window: sec(1)}},
+		{"sub-second window does not win", hdr("RateLimit-Policy", `"a";q=1;w=0.5, "b";q=100;w=60`),
+			Quota{Limit: 100, Window: sec(60)}},
+		{"absurd remaining", hdr("RateLimit", `"a";r=999999999999999;t=3`), Quota{Reset: sec(3)}},
 		{"remaining above limit", hdr("RateLimit-Policy", `"a";q=10;w=60`, "RateLimit", `"a";r=50;t=3`),
 			Quota{Limit: 10, Window: sec(60), Remaining: 10, HasRemaining: true, Reset: sec(3)}},
 		{"decimal reset", hdr("RateLimit", `"a";r=5;t=1.5`), Quota{Remaining: 5, HasRemaining: true, Reset: sec(1.5)}},
@@ -99,7 +108,11 @@ func TestParseXRateLimit(t *testing.T) {
 		{"negative", delta, hdr("X-RateLimit-Limit", "-1", "X-RateLimit-Remaining", "-3", "X-RateLimit-Reset", "-20"), Quota{}},
 		{"garbage", delta, hdr("X-RateLimit-Limit", "lots", "X-RateLimit-Remaining", "NaN", "X-RateLimit-Reset", "1e308"), Quota{}},
 		{"huge", delta, hdr("X-RateLimit-Limit", "1"+strings.Repeat("0", 41), "X-RateLimit-Remaining", "99999999999999999999999999", "X-RateLimit-Reset", "99999999999999999999"),
-			Quota{Limit: 1e41, Remaining: 1e26, HasRemaining: true}},
+			Quota{}},
+		{"1e308 limit", delta, hdr("X-RateLimit-Limit", "1"+strings.Repeat("0", 308), "X-RateLimit-Remaining", "5"),
+			Quota{Remaining: 5, HasRemaining: true}},
+		{"largest limit", delta, hdr("X-RateLimit-Limit", "1000000000000"), Quota{Limit: MaxQuotaUnits}},
+		{"envoy window under a second", delta, hdr("X-RateLimit-Limit", "10, 10;w=0.001"), Quota{Limit: 10}},
 		{"beyond float range", delta, hdr("X-RateLimit-Limit", "1"+strings.Repeat("0", 400), "X-RateLimit-Remaining", "5"),
 			Quota{Remaining: 5, HasRemaining: true}},
 		{"zero reset", delta, hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "0"),
@@ -156,11 +169,17 @@ func FuzzParseRateLimit(f *testing.F) {
 	f.Add(`"default";q=100;w=60`, `"default";r=50;t=30`, "100", "50", "30")
 	f.Add(`10;w=1, 50;w=60`, `"a";r=5;t=1.5, "b";r=0;t=2`, "10, 10;w=60", "-3", "1767225600")
 	f.Add(`(1 2);a, ?1;b=@123`, `%"x%41";r=1`, "NaN", "1e308", "99999999999999999999")
+	// Large fields, for the mutator to grow from: the report's 40,000
+	// parameters, and as many policies and RateLimit members as a list holds.
+	name := func(i int) string { return fmt.Sprintf(`"p%d";q=%d;w=60`, i, i+1) }
+	f.Add(manyParams(`"a"`, 40000), manyMembers(maxSFMembers, name), manyMembers(maxSFMembers, name), "1", "1")
+	bound := fuzzTimeBound()
 	f.Fuzz(func(t *testing.T, policy, rl, limit, remaining, reset string) {
 		h := hdr("RateLimit-Policy", policy, "RateLimit", rl,
 			"RateLimit-Limit", limit, "RateLimit-Remaining", remaining, "RateLimit-Reset", reset,
 			"X-RateLimit-Limit", limit, "X-RateLimit-Remaining", remaining, "X-RateLimit-Reset", reset)
-		for _, r := range []RateLimitHeaders{{Format: RateLimitIETF}, {Format: RateLimitX}, {Format: RateLimitX, Reset: UnitUnixTime}} {
+		formats := []RateLimitHeaders{{Format: RateLimitIETF}, {Format: RateLimitX}, {Format: RateLimitX, Reset: UnitUnixTime}}
+		for _, r := range formats {
 			q := r.Parse(h, rlNow)
 			if q != q.Sanitized() {
 				t.Fatalf("%v: not sanitized: %+v", r.Format, q)
@@ -168,9 +187,63 @@ func FuzzParseRateLimit(f *testing.F) {
 			if q.Reset < 0 || q.Reset > MaxQuotaSpan || q.Window < 0 || q.Window > MaxQuotaSpan {
 				t.Fatalf("%v: span out of range: %+v", r.Format, q)
 			}
-			if q.Limit < 0 || (q.HasRemaining && q.Remaining < 0) {
-				t.Fatalf("%v: negative: %+v", r.Format, q)
+			if q.Window != 0 && q.Window < MinQuotaWindow {
+				t.Fatalf("%v: window under %v: %+v", r.Format, MinQuotaWindow, q)
+			}
+			if q.Limit < 0 || q.Limit > MaxQuotaUnits || (q.HasRemaining && (q.Remaining < 0 || q.Remaining > MaxQuotaUnits)) {
+				t.Fatalf("%v: negative or absurd: %+v", r.Format, q)
+			}
+		}
+		for _, v := range []string{policy, rl, limit} {
+			if items, err := parseSFList([]string{v}); err == nil {
+				if len(items) > maxSFMembers {
+					t.Fatalf("%d members kept, want at most %d", len(items), maxSFMembers)
+				}
+				for _, it := range items {
+					if len(it.params) > maxSFParams {
+						t.Fatalf("%d parameters kept, want at most %d", len(it.params), maxSFParams)
+					}
+				}
+			}
+		}
+		if bound == nil {
+			return
+		}
+		n := len(policy) + len(rl) + len(limit) + len(remaining) + len(reset)
+		parse := func() {
+			for _, r := range formats {
+				r.Parse(h, rlNow)
+			}
+		}
+		// Twice over the budget, twice in a row: a pause of the machine
+		// once is not a failure; a quadratic parse of a large input is.
+		if d := bound(n, parse); d > 0 {
+			if d2 := bound(n, parse); d2 > 0 {
+				t.Fatalf("%d bytes of headers took %v over the budget of %v + %v per byte", n, min(d, d2), fuzzBaseBudget, fuzzByteBudget)
 			}
 		}
 	})
+}
+
+// The time budget of one fuzz input: fuzzBaseBudget and fuzzByteBudget
+// per byte of input, two orders of magnitude above what a linear parse
+// takes. A quadratic parse of the report's 269 KB field took 2.6 s.
+const (
+	fuzzBaseBudget = 20 * time.Millisecond
+	fuzzByteBudget = time.Microsecond
+)
+
+// fuzzTimeBound returns, when the test binary is fuzzing (-test.fuzz), a
+// function that runs parse and returns by how much it went over the budget
+// of an input of n bytes (0 or less within it); nil under plain go test,
+// which asserts no duration.
+func fuzzTimeBound() func(n int, parse func()) time.Duration {
+	if f := flag.Lookup("test.fuzz"); f == nil || f.Value.String() == "" {
+		return nil
+	}
+	return func(n int, parse func()) time.Duration {
+		start := time.Now()
+		parse()
+		return time.Since(start) - fuzzBaseBudget - time.Duration(n)*fuzzByteBudget
+	}
 }

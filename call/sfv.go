@@ -13,6 +13,11 @@ import (
 // strings are parsed (so that a field holding them is not rejected) and kept
 // as their kind only. Inner lists are parsed and kept without their items.
 // A field that does not parse is rejected whole, as RFC 9651 requires.
+//
+// The parser is bounded: a list of more than maxSFMembers members, or an
+// item or inner list with more than maxSFParams parameters or items, is
+// rejected as malformed as soon as the bound is passed; and every step
+// moves forward in the input, so parsing takes time linear in its length.
 
 // sfKind is the type of a bare item.
 type sfKind uint8
@@ -46,11 +51,12 @@ type sfParam struct {
 }
 
 // param returns the numeric parameter key (an integer or decimal) and
-// whether it is there.
+// whether it is there. A repeated key takes its last value (RFC 9651,
+// 4.2.3.2: a later value overwrites the earlier one).
 func (it sfItem) param(key string) (float64, bool) {
-	for _, p := range it.params {
-		if p.key == key && (p.kind == sfInteger || p.kind == sfDecimal) {
-			return p.num, true
+	for i := len(it.params) - 1; i >= 0; i-- {
+		if p := it.params[i]; p.key == key {
+			return p.num, p.kind == sfInteger || p.kind == sfDecimal
 		}
 	}
 	return 0, false
@@ -61,7 +67,15 @@ func (it sfItem) number() (float64, bool) {
 	return it.num, it.kind == sfInteger || it.kind == sfDecimal
 }
 
-var errSF = errors.New("limiter: malformed structured field")
+var errSF = errors.New("call: malformed structured field")
+
+// The most members of a list, and the most parameters of an item or items
+// of an inner list, that the parser reads: the minimums RFC 9651 (3.1,
+// 3.1.1, 3.1.2) asks a parser to support. No quota field comes near them.
+const (
+	maxSFMembers = 1024
+	maxSFParams  = 256
+)
 
 // parseSFList parses the field lines of a List structured field, joined
 // with commas as RFC 9110 combines them.
@@ -76,6 +90,9 @@ func parseSFList(lines []string) ([]sfItem, error) {
 		it, err := p.member()
 		if err != nil {
 			return nil, err
+		}
+		if len(out) == maxSFMembers {
+			return nil, errSF
 		}
 		out = append(out, it)
 		p.skipOWS()
@@ -132,7 +149,7 @@ func (p *sfParser) member() (sfItem, error) {
 
 func (p *sfParser) innerList() error {
 	p.i++ // (
-	for !p.done() {
+	for n := 0; !p.done(); n++ {
 		p.skipSP()
 		if p.done() {
 			break
@@ -140,6 +157,9 @@ func (p *sfParser) innerList() error {
 		if p.s[p.i] == ')' {
 			p.i++
 			return nil
+		}
+		if n == maxSFParams {
+			return errSF
 		}
 		if _, _, _, err := p.bareItem(); err != nil {
 			return err
@@ -170,16 +190,11 @@ func (p *sfParser) params() ([]sfParam, error) {
 				return nil, err
 			}
 		}
-		// A repeated key overwrites the earlier value in place.
-		replaced := false
-		for j := range out {
-			if out[j].key == key {
-				out[j], replaced = prm, true
-			}
+		if len(out) == maxSFParams {
+			return nil, errSF
 		}
-		if !replaced {
-			out = append(out, prm)
-		}
+		// A repeated key is kept twice; param reads the last one.
+		out = append(out, prm)
 	}
 	return out, nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -83,9 +82,9 @@ func commandConfig(file string) (config.Config, error) {
 		// The defaults, with the environment's overrides (NATS_URL...).
 		return config.Parse(nil, config.Options{NoTarget: true})
 	}
-	data, err := os.ReadFile(file)
+	data, err := config.ReadFile(file)
 	if err != nil {
-		return config.Config{}, fmt.Errorf("config: %w", err)
+		return config.Config{}, err
 	}
 	return config.Parse(data, config.Options{NoTarget: true})
 }

@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -16,18 +15,6 @@ import (
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sim"
 )
-
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // TestBrowserLivePage: `sluice run --ui` on an embedded JetStream server,
 // draining jobs into the model API; the page at /ui/ shows a rate above

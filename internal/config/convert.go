@@ -26,6 +26,7 @@ func (c *Config) HTTPConfig() (httpapi.Config, error) {
 		MaxResponseBytes:  t.MaxResponseBytes,
 		MaxConns:          c.Worker.MaxInFlight,
 		Headers:           t.Headers,
+		Secrets:           c.Secrets,
 		AllowJobHeaders:   t.AllowJobHeaders,
 		ResponseHeaders:   c.Results.Headers,
 		UserAgent:         t.UserAgent,

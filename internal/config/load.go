@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -31,13 +32,35 @@ type Options struct {
 	NoTarget bool
 }
 
+// MaxFileBytes bounds a config file: no config comes near it, and a path
+// such as /dev/zero must fail fast rather than fill the memory.
+const MaxFileBytes = 4 << 20
+
 // Load reads and checks a config file.
 func Load(path string, o Options) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
+		return Config{}, err
 	}
 	return Parse(data, o)
+}
+
+// ReadFile reads a config file of at most MaxFileBytes. The error names
+// the file and the bound.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("config: %s: larger than %d MiB, the most a config file may be", path, MaxFileBytes>>20)
+	}
+	return data, nil
 }
 
 // Parse decodes a config file on top of the defaults, expands environment
@@ -63,7 +86,11 @@ func Parse(data []byte, o Options) (Config, error) {
 	var errs []error
 	if doc.Kind != 0 && len(doc.Content) > 0 {
 		errs = append(errs, expand(doc.Content[0], o.Lookup, "", &cfg.Secrets))
-		errs = append(errs, schema.Decode("", fromYAML(doc.Content[0]), &cfg, cfg.Lines))
+		tree, err := fromYAML(doc.Content[0])
+		if err != nil {
+			return cfg, err
+		}
+		errs = append(errs, schema.Decode("", tree, &cfg, cfg.Lines))
 	}
 	for _, v := range cfg.Target.Headers {
 		cfg.Secrets = append(cfg.Secrets, v)

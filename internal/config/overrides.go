@@ -36,6 +36,10 @@ type override struct {
 	from  string // "--set worker.max_in_flight=8", or the variable's name
 }
 
+// MaxSetBytes bounds the value of a --set argument: a value is one option
+// (a scalar, a short list or map), never a file's worth.
+const MaxSetBytes = 64 << 10
+
 // parseSet reads one --set argument, "key.path=value". The value is YAML
 // (a scalar, or a flow list or map such as [429,503]); it is typed by the
 // option it sets, as a value in the file is.
@@ -50,6 +54,9 @@ func parseSet(arg string) (override, error) {
 		if p == "" {
 			return override{}, fmt.Errorf("config: --set %q: %q is not a key path", arg, key)
 		}
+	}
+	if len(val) > MaxSetBytes {
+		return override{}, fmt.Errorf("config: --set %s: the value is %d bytes, more than %d KiB", key, len(val), MaxSetBytes>>10)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(val), &doc); err != nil {

@@ -12,32 +12,71 @@ import (
 )
 
 // fromYAML converts a YAML node tree into a schema tree. Aliases are
-// followed; tags resolve as YAML resolves them.
-func fromYAML(n *yaml.Node) *schema.Node { return fromYAMLDepth(n, 0) }
+// followed; tags resolve as YAML resolves them. An alias copies the tree it
+// names, so a few bytes of aliases to aliases can stand for billions of
+// values: the copy stops with an error past aliasBudget of the tree's own
+// nodes.
+func fromYAML(n *yaml.Node) (*schema.Node, error) {
+	budget := aliasBudget(countNodes(n))
+	c := yamlConverter{budget: budget, max: budget}
+	out := c.convert(n, 0)
+	if c.budget < 0 {
+		return nil, fmt.Errorf("config: YAML aliases expand to more than %d values (at most %d times the values written out, or %d); write the values out", c.max, maxAliasRatio, minAliasBudget)
+	}
+	return out, nil
+}
 
 // maxDepth bounds the nesting followed through aliases (an alias may refer
 // to a node that holds it).
 const maxDepth = 64
 
-func fromYAMLDepth(n *yaml.Node, depth int) *schema.Node {
+// maxAliasRatio and minAliasBudget bound what aliases may expand to:
+// maxAliasRatio times the nodes written out, and never less than
+// minAliasBudget (a few anchored defaults shared by many job types fit).
+const (
+	maxAliasRatio  = 10
+	minAliasBudget = 10000
+)
+
+func aliasBudget(nodes int) int { return max(minAliasBudget, maxAliasRatio*nodes) }
+
+// countNodes counts the nodes of n as written, without following aliases.
+func countNodes(n *yaml.Node) int {
+	count := 1
+	for _, c := range n.Content {
+		count += countNodes(c)
+	}
+	return count
+}
+
+// yamlConverter converts a tree, counting down budget (of max) by each
+// node made.
+type yamlConverter struct {
+	budget, max int
+}
+
+func (c *yamlConverter) convert(n *yaml.Node, depth int) *schema.Node {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
 	out := &schema.Node{Line: n.Line}
-	if depth > maxDepth {
-		return out // null: nothing sluice reads is nested this deep
+	c.budget--
+	if depth > maxDepth || c.budget < 0 {
+		// null: nothing sluice reads is nested this deep; past the
+		// budget, fromYAML fails.
+		return out
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		out.Kind = schema.Map
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			out.Keys = append(out.Keys, fromYAMLDepth(n.Content[i], depth+1))
-			out.Values = append(out.Values, fromYAMLDepth(n.Content[i+1], depth+1))
+			out.Keys = append(out.Keys, c.convert(n.Content[i], depth+1))
+			out.Values = append(out.Values, c.convert(n.Content[i+1], depth+1))
 		}
 	case yaml.SequenceNode:
 		out.Kind = schema.List
-		for _, c := range n.Content {
-			out.Values = append(out.Values, fromYAMLDepth(c, depth+1))
+		for _, e := range n.Content {
+			out.Values = append(out.Values, c.convert(e, depth+1))
 		}
 	case yaml.ScalarNode:
 		out.Kind, out.Value = schema.Scalar, n.Value

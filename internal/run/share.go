@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net/url"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,7 +41,7 @@ func shareCoordination(s config.Share, js jetstream.JetStream) (jetstream.JetStr
 	if s.NATSURL != "" {
 		nc, err := nats.Connect(s.NATSURL, nats.Name("sluice-share"), nats.MaxReconnects(-1))
 		if err != nil {
-			return nil, nil, fmt.Errorf("limiter.share.nats_url: connect to %s: %w", redactURL(s.NATSURL), err)
+			return nil, nil, fmt.Errorf("limiter.share.nats_url: connect to %s: %w", natsjs.RedactURL(s.NATSURL), natsjs.HideURL(err))
 		}
 		js, err := jetstream.New(nc)
 		if err != nil {
@@ -55,15 +54,6 @@ func shareCoordination(s config.Share, js jetstream.JetStream) (jetstream.JetStr
 		return nil, nil, errors.New("limiter.share.nats_url: required unless source.kind is jetstream")
 	}
 	return js, nil, nil
-}
-
-// redactURL hides a URL's password.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "the configured URL"
-	}
-	return u.Redacted()
 }
 
 // joinShare joins the bucket for a worker about to start, in members or

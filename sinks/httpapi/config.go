@@ -58,6 +58,14 @@ type Config struct {
 	// String, GoString and LogValue redact them.
 	Headers map[string]string
 
+	// Secrets are more values that must not reach an error body or a
+	// shown path: sluice run gives every value the config file took from
+	// the environment (${VAR}). Like header values, those of at least 8
+	// bytes are redacted in every spelling a target may echo them in
+	// (percent-encoded, JSON-escaped, HTML references). String, GoString
+	// and LogValue never show them.
+	Secrets []string
+
 	// AllowJobHeaders lets these job headers through where they would be
 	// dropped. Only Authorization can be allowed: the connection and
 	// framing headers (hop-by-hop, Host, Content-Length) are always
@@ -221,16 +229,18 @@ func (c Config) withDefaults() Config {
 func parseBaseURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, field.Invalid("base_url", "must be an absolute http or https URL, got %q", s)
+		// Do not echo it: url.Parse's error, and the value, may hold a
+		// password in user info that did not parse.
+		return nil, field.Invalid("base_url", "must be an absolute http or https URL; it does not parse (%s; the value is not shown: it may hold a password)", urlProblem(err))
 	}
 	switch {
+	case u.User != nil:
+		// Do not echo it: the user info may hold a password.
+		return nil, field.Invalid("base_url", "must not carry user info; put credentials in headers")
 	case u.Scheme != "http" && u.Scheme != "https":
 		return nil, field.Invalid("base_url", "must be an absolute http or https URL, got %q", s)
 	case u.Host == "" || u.Hostname() == "":
 		return nil, field.Invalid("base_url", "must name a host, got %q", s)
-	case u.User != nil:
-		// Do not echo it: the user info may hold a password.
-		return nil, field.Invalid("base_url", "must not carry user info; put credentials in headers")
 	case u.RawQuery != "" || u.ForceQuery:
 		return nil, field.Invalid("base_url", "must have no query (put it in the job path), got %q", s)
 	case u.Fragment != "":
@@ -319,4 +329,20 @@ func (c Config) validateStamped() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// urlProblem names what url.Parse found wrong in a URL, without quoting
+// the URL or a part of it.
+func urlProblem(err error) string {
+	var esc url.EscapeError
+	var host url.InvalidHostError
+	switch {
+	case errors.As(err, &esc):
+		return "an invalid %-escape"
+	case errors.As(err, &host):
+		return "an invalid character in the host"
+	case strings.Contains(err.Error(), "missing protocol scheme"), strings.Contains(err.Error(), "first path segment"):
+		return "no scheme"
+	}
+	return "not a valid URL"
 }

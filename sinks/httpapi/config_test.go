@@ -91,3 +91,28 @@ func TestConfigRedacts(t *testing.T) {
 		t.Errorf("call log: %s", calls.String())
 	}
 }
+
+// TestBaseURLCredentialsNotShown: a base URL with user info is refused
+// without a byte of the password, whether or not it parses.
+func TestBaseURLCredentialsNotShown(t *testing.T) {
+	const secret = "pw_SECRET"
+	for _, u := range []string{
+		"https://admin:" + secret + "%zz@api.example.com/v1",
+		"https://admin:" + secret + "@api.example.com/v1",
+		"ftp://admin:" + secret + "@api.example.com/v1",
+		"https://admin:" + secret + "@/v1",
+		"https://admin:" + secret + "\x7f@api.example.com/v1",
+	} {
+		err := httpapi.Config{BaseURL: u}.Validate()
+		if _, nerr := httpapi.New(httpapi.Config{BaseURL: u}); err == nil || nerr == nil {
+			t.Errorf("%q: Validate %v, New %v; want errors", u, err, nerr)
+			continue
+		}
+		_, nerr := httpapi.New(httpapi.Config{BaseURL: u})
+		for _, e := range []error{err, nerr} {
+			if strings.Contains(e.Error(), secret) || strings.Contains(e.Error(), "zz") {
+				t.Errorf("%q: %v: shows the password", u, e)
+			}
+		}
+	}
+}

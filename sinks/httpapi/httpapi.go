@@ -24,6 +24,11 @@ import (
 // ExcerptBytes is the most of a response body a call.StatusError carries.
 const ExcerptBytes = 1024
 
+// MaxResponseHeaderBytes bounds the response headers the client reads (the
+// status line included): a target that sends more gets a network error,
+// and its headers are never parsed.
+const MaxResponseHeaderBytes = 64 << 10
+
 // drainBytes bounds how much of a body past MaxResponseBytes is read and
 // discarded so that the connection can be reused; a longer body closes the
 // connection instead.
@@ -42,8 +47,8 @@ type Sink struct {
 	client      *http.Client
 	log         *slog.Logger
 	allowed     map[string]bool
-	respHeaders []string // canonical; nil keeps all
-	secrets     [][]byte // config header values redacted from error bodies
+	respHeaders []string  // canonical; nil keeps all
+	redactor    *redactor // the secrets redacted from error bodies and shown paths
 	now         func() time.Time
 	paths       pathCache
 }
@@ -83,15 +88,16 @@ func New(cfg Config, opts ...Option) (*Sink, error) {
 	}
 	dial := &net.Dialer{Timeout: min(cfg.Timeout, 30*time.Second), KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dial.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          cfg.MaxConns,
-		MaxIdleConnsPerHost:   cfg.MaxConns,
-		MaxConnsPerHost:       cfg.MaxConns,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   min(cfg.Timeout, 10*time.Second),
-		ExpectContinueTimeout: time.Second,
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            dial.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           cfg.MaxConns,
+		MaxIdleConnsPerHost:    cfg.MaxConns,
+		MaxConnsPerHost:        cfg.MaxConns,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    min(cfg.Timeout, 10*time.Second),
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
 	s := &Sink{
 		cfg:       cfg,
@@ -115,13 +121,13 @@ func New(cfg Config, opts ...Option) (*Sink, error) {
 			s.respHeaders = append(s.respHeaders, http.CanonicalHeaderKey(name))
 		}
 	}
-	s.secrets = secretsOf(cfg.Headers)
+	secrets := secretsOf(cfg.Headers, cfg.Secrets)
 	if p := strings.Trim(base.EscapedPath(), "/"); !cfg.LogURLPath && len(p) >= minSecretBytes {
 		// A token in the base path, echoed by the target, must not reach
 		// a dead-letter record either.
-		s.secrets = append(s.secrets, []byte(p))
-		slices.SortFunc(s.secrets, func(a, b []byte) int { return len(b) - len(a) })
+		secrets = append(secrets, []byte(p))
 	}
+	s.redactor = newRedactor(secrets)
 	for _, o := range opts {
 		o(s)
 	}
@@ -241,7 +247,7 @@ func (s *Sink) Send(ctx context.Context, r call.Request) (call.Response, error) 
 	if err != nil {
 		return call.Response{}, err
 	}
-	logPath := s.cfg.ShownPath(req.URL.EscapedPath())
+	logPath := string(s.redactor.redact([]byte(s.cfg.ShownPath(req.URL.EscapedPath()))))
 	start := s.now()
 	resp, err := s.client.Do(req)
 	if ue, ok := err.(*url.Error); ok {
@@ -276,7 +282,7 @@ func (s *Sink) Send(ctx context.Context, r call.Request) (call.Response, error) 
 	if resp.StatusCode < 400 {
 		return res, nil
 	}
-	res.Body = s.redact(res.Body)
+	res.Body = s.redactor.redact(res.Body)
 	excerpt := res.Body
 	if len(excerpt) > ExcerptBytes {
 		excerpt = excerpt[:ExcerptBytes]
@@ -328,37 +334,28 @@ var publicHeaders = []string{
 // would match by chance.
 const minSecretBytes = 8
 
-// secretsOf returns the config header values to redact from error bodies:
-// each whole value, and its last word ("Bearer <token>" gives "<token>").
-func secretsOf(h map[string]string) [][]byte {
+// secretsOf returns the values to redact from error bodies: each config
+// header value and its last word ("Bearer <token>" gives "<token>"), and
+// each of more, of at least minSecretBytes.
+func secretsOf(h map[string]string, more []string) [][]byte {
 	var out [][]byte
+	add := func(c string) {
+		if len(c) >= minSecretBytes {
+			out = append(out, []byte(c))
+		}
+	}
 	for _, name := range sortedKeys(h) {
 		if slices.Contains(publicHeaders, http.CanonicalHeaderKey(name)) {
 			continue
 		}
 		v := strings.TrimSpace(h[name])
-		cands := []string{v}
+		add(v)
 		if f := strings.Fields(v); len(f) > 1 {
-			cands = append(cands, f[len(f)-1])
-		}
-		for _, c := range cands {
-			if len(c) >= minSecretBytes {
-				out = append(out, []byte(c))
-			}
+			add(f[len(f)-1])
 		}
 	}
-	// Longest first, so a whole value is replaced before its last word.
-	slices.SortFunc(out, func(a, b []byte) int { return len(b) - len(a) })
+	for _, v := range more {
+		add(v)
+	}
 	return out
-}
-
-// redact replaces the config's credentials in b (a target that echoes its
-// request into an error body must not leak them into dead letters).
-func (s *Sink) redact(b []byte) []byte {
-	for _, sec := range s.secrets {
-		if bytes.Contains(b, sec) {
-			b = bytes.ReplaceAll(b, sec, []byte(redacted))
-		}
-	}
-	return b
 }

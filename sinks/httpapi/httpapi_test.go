@@ -226,6 +226,27 @@ func TestResponseHeaders(t *testing.T) {
 	}
 }
 
+// TestResponseHeaderCap: headers of up to MaxResponseHeaderBytes are read;
+// more (the report's 1.3 MB quota header) make a network error, never
+// parsed.
+func TestResponseHeaderCap(t *testing.T) {
+	var size atomic.Int64
+	target := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("RateLimit-Policy", strings.Repeat("a", int(size.Load())))
+		w.WriteHeader(http.StatusOK)
+	})
+	s := newSink(t, httpapi.Config{BaseURL: target.URL})
+	size.Store(httpapi.MaxResponseHeaderBytes / 2)
+	if res, err := s.Send(context.Background(), call.Request{}); err != nil || res.Status != http.StatusOK {
+		t.Fatalf("a header of %d bytes: status %d, %v; want 200", size.Load(), res.Status, err)
+	}
+	size.Store(httpapi.MaxResponseHeaderBytes + 1)
+	res, err := s.Send(context.Background(), call.Request{})
+	if err == nil || res.Outcome.Kind != call.NetworkError {
+		t.Fatalf("a header of %d bytes: status %d, outcome %v, err %v; want a network error", size.Load(), res.Status, res.Outcome.Kind, err)
+	}
+}
+
 func TestNetworkError(t *testing.T) {
 	gone := httptest.NewServer(http.NotFoundHandler())
 	url := gone.URL

@@ -217,7 +217,9 @@ func (c Config) Validate() error {
 			bad("embedded.port", "must be -1 (random), 0 (default 4222) or a port number, got %d", c.Embedded.Port)
 		}
 	} else if !strings.Contains(c.URL, "://") && !strings.Contains(c.URL, ":") {
-		bad("url", "must be %q or a nats://host:port URL, got %q", Embedded, c.URL)
+		bad("url", "must be %q or a nats://host:port URL, got %q", Embedded, RedactURL(c.URL))
+	} else if err := CheckURL(c.URL); err != nil {
+		bad("url", "%v", err)
 	}
 	c.validateNames(bad)
 	c.validateSubjects(bad)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"time"
 
@@ -63,8 +64,8 @@ func (s *Source) connect(url string) error {
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		// nats.go errors carry no credentials; the URL is redacted.
-		return fmt.Errorf("jetstream: connect to %s: %w", redact(url), err)
+		// The URL is redacted, and so is a parse error's copy of it.
+		return fmt.Errorf("jetstream: connect to %s: %w", RedactURL(url), HideURL(err))
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -81,13 +82,16 @@ func (s *Source) bind(ctx context.Context) error {
 	c := s.cfg
 	if c.Setup {
 		if err := retryServerError(ctx, func() error {
-			_, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			st, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 				Name:       c.Stream,
 				Subjects:   c.Subjects,
 				Retention:  jetstream.WorkQueuePolicy,
 				Storage:    jetstream.FileStorage,
 				Duplicates: c.DuplicateWindow,
 			})
+			if err == nil {
+				s.created = st.CachedInfo().Created
+			}
 			return err
 		}); err != nil {
 			return fmt.Errorf("jetstream: set up stream %q: %w", c.Stream, err)
@@ -129,7 +133,11 @@ func (s *Source) bind(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: consumer %q on stream %q (set setup: true to create it): %w", c.Consumer, c.Stream, err)
 	}
-	s.cons = cons
+	st, err := s.js.Stream(ctx, c.Stream)
+	if err != nil {
+		return fmt.Errorf("jetstream: stream %q: %w", c.Stream, err)
+	}
+	s.cons, s.created = cons, st.CachedInfo().Created
 	return nil
 }
 
@@ -161,11 +169,14 @@ func retryServerError(ctx context.Context, op func() error) error {
 	}
 }
 
-// redact drops user information (user:password@ or token@) from a
-// comma-separated list of URLs, for messages.
-func redact(urls string) string {
+// RedactURL returns urls, a comma-separated list of URLs, with the user
+// information of each (user:password@ or token@) replaced by [REDACTED],
+// whether or not it parses: for messages.
+func RedactURL(urls string) string {
 	parts := strings.Split(urls, ",")
 	for i, u := range parts {
+		// The last "@" of the URL, not of its authority: a password may
+		// hold a "/" or a "?", and a NATS URL has no path.
 		at := strings.LastIndexByte(u, '@')
 		if at < 0 {
 			continue
@@ -177,4 +188,47 @@ func redact(urls string) string {
 		parts[i] = u[:start] + "[REDACTED]" + u[at:]
 	}
 	return strings.Join(parts, ",")
+}
+
+// HideURL returns err, or, if it holds an error of url.Parse, an error that
+// says what is wrong without a word of the URL: url.Parse's error quotes the
+// whole URL, password included, and its cause quotes a part of it
+// (invalid URL escape "%zz").
+func HideURL(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	return fmt.Errorf("the URL does not parse: %s (the URL is not shown: it may hold a password)", urlProblem(ue.Err))
+}
+
+// urlProblem names what url.Parse found wrong, without its quote.
+func urlProblem(err error) string {
+	var esc url.EscapeError
+	var host url.InvalidHostError
+	switch {
+	case errors.As(err, &esc):
+		return "an invalid %-escape (write a % in a password as %25)"
+	case errors.As(err, &host):
+		return "an invalid character in the host"
+	}
+	return "not a valid URL"
+}
+
+// CheckURL reports, without a word of the URLs, the first of urls (a
+// comma-separated list, as Config.URL) that nats.Connect could not parse.
+func CheckURL(urls string) error {
+	for _, u := range strings.Split(urls, ",") {
+		u = strings.TrimSpace(u)
+		if u == "" {
+			continue
+		}
+		if !strings.Contains(u, "://") {
+			u = "nats://" + u
+		}
+		if _, err := url.Parse(u); err != nil {
+			return HideURL(err)
+		}
+	}
+	return nil
 }

@@ -268,8 +268,8 @@ func TestDedupeAndStats(t *testing.T) {
 		}
 	}
 	// The duplicate took no sequence: job-1..3 are 1..3.
-	if !strings.Contains(strings.Join(ids, ","), "4") {
-		t.Errorf("ids %v: want the stream sequence 4 for the message without id", ids)
+	if !slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, cfg.Stream+":") && strings.HasSuffix(id, ":4") }) {
+		t.Errorf("ids %v: want the stream, its creation time and the sequence 4 for the message without id", ids)
 	}
 	_ = msgs[0].Ack(ctx)
 	// Every job acked: 4 done (the duplicate is no job), none left.
@@ -284,6 +284,71 @@ func TestDedupeAndStats(t *testing.T) {
 	}
 	if st.Done != 4 || !st.Oldest.IsZero() || st.Pending+st.AckPending != 0 {
 		t.Errorf("stats after every ack: %+v, want 4 done and no oldest", st)
+	}
+}
+
+// receiveOne returns the next message of s.
+func receiveOne(t *testing.T, s *natsjs.Source) sources.Message {
+	t.Helper()
+	for range 40 {
+		msgs, err := s.Receive(t.Context(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 1 {
+			return msgs[0]
+		}
+	}
+	t.Fatal("no message")
+	return nil
+}
+
+// TestIDWithoutMsgID: a message published without Nats-Msg-Id gets an id
+// unique to it: the same on a redelivery, but not the same as the message
+// of the same sequence in a stream made again, or in another stream (the
+// sequence alone sent two jobs out with Idempotency-Key: 1).
+func TestIDWithoutMsgID(t *testing.T) {
+	srv := startServer(t)
+	cfg := uniqueConfig(srv.ClientURL())
+	first := func(cfg natsjs.Config) (string, string) {
+		s := open(t, cfg)
+		defer s.Close()
+		if err := s.Publish(t.Context(), sources.Outgoing{Data: []byte(`{"path":"/accounts/alice/charge"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		m := receiveOne(t, s)
+		if err := m.Nak(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+		again := receiveOne(t, s)
+		if err := again.Ack(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return m.ID(), again.ID()
+	}
+	id, redelivered := first(cfg)
+	if id != redelivered {
+		t.Errorf("a redelivery changed the id: %q, then %q", id, redelivered)
+	}
+	if !strings.HasPrefix(id, cfg.Stream+":") || !strings.HasSuffix(id, ":1") {
+		t.Errorf("id %q: want %s:<created>:1", id, cfg.Stream)
+	}
+	// The stream made again: its sequences restart at 1.
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := nc.JetStream()
+	if err := js.DeleteStream(cfg.Stream); err != nil {
+		t.Fatal(err)
+	}
+	remade, _ := first(cfg)
+	other := uniqueConfig(srv.ClientURL())
+	deleteStreams(t, srv.ClientURL(), other)
+	elsewhere, _ := first(other)
+	if remade == id || elsewhere == id || !strings.HasSuffix(remade, ":1") || !strings.HasSuffix(elsewhere, ":1") {
+		t.Errorf("ids of sequence 1: %q, in the stream made again %q, in another stream %q; want three", id, remade, elsewhere)
 	}
 }
 

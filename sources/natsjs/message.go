@@ -27,9 +27,18 @@ func (s *Source) wrap(m jetstream.Msg) *message {
 	}
 	msg.id = msg.headers[jetstream.MsgIDHeader]
 	if msg.id == "" && meta != nil {
-		msg.id = strconv.FormatUint(meta.Sequence.Stream, 10)
+		msg.id = seqID(meta.Stream, s.created, meta.Sequence.Stream)
 	}
 	return msg
+}
+
+// seqID is the id of a message published without Nats-Msg-Id: its stream's
+// name and creation time (Unix nanoseconds) and its sequence,
+// "JOBS:1767323045123456789:42". The sequence alone repeats: it restarts
+// at 1 when the stream is made again, and each stream has its own. The
+// three are the same on every redelivery.
+func seqID(stream string, created time.Time, seq uint64) string {
+	return stream + ":" + strconv.FormatInt(created.UnixNano(), 10) + ":" + strconv.FormatUint(seq, 10)
 }
 
 // message is one delivery.

@@ -30,6 +30,7 @@ type Source struct {
 	nc          *nats.Conn
 	js          jetstream.JetStream
 	cons        jetstream.Consumer
+	created     time.Time // the stream's creation time, part of a message's id (seqID)
 
 	mu        sync.Mutex
 	reconnect chan struct{} // closed and replaced on each reconnection
