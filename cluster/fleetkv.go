@@ -236,6 +236,11 @@ func (f *Fleet) Run(ctx context.Context, lim Follower) error {
 				f.offline(errors.New("cluster: watch fleet state: closed"))
 			case e == nil:
 				initial = false
+			case e.Operation() == jetstream.KeyValuePut && !initial && f.behind(e.Revision()):
+				// Older than the state held: a write this worker saw
+				// first by a read, or the bucket made again by another
+				// worker and the watch carried over. A read tells.
+				_ = f.reload(ctx)
 			case e.Operation() == jetstream.KeyValuePut:
 				// The values a watch starts with are the state now,
 				// even at a lower revision (the bucket made again).
@@ -257,6 +262,13 @@ func (f *Fleet) bucket() (jetstream.KeyValue, uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.kv, f.gen
+}
+
+// behind reports whether rev is older than the revision of the state held.
+func (f *Fleet) behind(rev uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return rev < f.rev
 }
 
 // replacing reports whether the stored state is to be replaced.
