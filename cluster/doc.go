@@ -110,7 +110,17 @@
 //     above the last fleet rate times its share (limiter.Limiter.Lead); the
 //     throttles it sees meanwhile are kept. Each second it tries to read the
 //     state again; once it can, it applies those throttles to the fleet by
-//     the same rule and follows the fleet again.
+//     the same rule and follows the fleet again. A deleted fleet bucket is
+//     created again by the first worker that finds it gone; every worker
+//     watches it again, and none stops.
+//   - Shared state is input: every read of the fleet state and of a
+//     heartbeat is checked against what its values mean (checkFleetState,
+//     checkMember: times near the reader's clock, a pause at most max_pause
+//     ahead, rates within the budget and near what the fleet was measured
+//     to accept, finite counts); a value that breaks its rule is not used,
+//     is logged once and counted, and the fleet state is rewritten at the
+//     next write. Each heartbeat's clock is measured against the server's
+//     (Member.Skew).
 //
 // # Structure
 //

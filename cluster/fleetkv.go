@@ -56,15 +56,25 @@ func (c FleetConfig) withDefaults() FleetConfig {
 // with compare-and-set on the key's revision, so that concurrent decisions
 // of many workers never compound. See the package documentation.
 type Fleet struct {
-	kv    jetstream.KeyValue
+	js    jetstream.JetStream
 	cfg   FleetConfig
 	rules limiter.FleetRules
 	m     *Membership // heartbeats saying when the others waited; nil for none
 	set   settings
+	input *inputLog
+	clock func() time.Time // the reader's clock of observe; time.Now
 
-	mu         sync.Mutex
-	state      limiter.FleetState
-	rev        uint64 // the state's revision in the bucket; 0 if absent
+	mu    sync.Mutex
+	kv    jetstream.KeyValue // the bucket; opened again when it was deleted
+	gen   uint64             // counts the openings of kv
+	state limiter.FleetState
+	rev   uint64 // the state's revision in the bucket; 0 if absent
+	// replace: the stored state broke a rule (checkFleetState), is
+	// unreadable or absent; the next step writes the one held.
+	replace bool
+	// badPause is the end of a pause beyond max_pause that the stored
+	// state holds and this worker ignores, until it is replaced (Ready).
+	badPause   time.Time
 	online     bool
 	lim        Follower
 	phase      float64                // this worker's phase in [0, 1) at the end of a fleet pause
@@ -87,13 +97,19 @@ func OpenFleet(ctx context.Context, js jetstream.JetStream, cfg FleetConfig, m *
 	if err != nil {
 		return nil, err
 	}
-	f := &Fleet{kv: kv, cfg: cfg, m: m, set: newSettings(opts), online: true, kick: make(chan struct{}, 1), phase: rand.Float64(),
+	f := &Fleet{js: js, kv: kv, cfg: cfg, m: m, set: newSettings(opts), online: true, kick: make(chan struct{}, 1), phase: rand.Float64(),
 		rules: limiter.NewFleetRules(cfg.Limiter, cfg.Remember, cfg.Refresh)}
+	f.input, f.clock = newInputLog(f.set), time.Now
 	if err := f.reload(ctx); err != nil {
 		return nil, err
 	}
 	remembered := f.rev != 0 && time.Since(f.state.Seen) < cfg.Remember
-	err = f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) { return f.rules.Resume(s, time.Now()) })
+	// The state resumed is written when the rules start a new one, when
+	// they clamp the rate, and when the stored one broke a rule.
+	err = f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) {
+		ns, changed := f.rules.Resume(s, time.Now())
+		return ns, changed || ns != s || f.replacing()
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -170,38 +186,112 @@ func (f *Fleet) Report(r limiter.ThrottleReport) {
 // Run makes lim follow the fleet state until ctx ends: it watches the
 // state, applies the reported throttles, raises the rate when the rules
 // allow, and confirms the state once per refresh. While the bucket cannot
-// be reached lim runs on its own rules, below the last fleet rate; when it
-// can again, the throttles seen meanwhile are applied to the fleet and lim
-// follows the fleet again. Run returns nil when ctx ends.
+// be reached (or its watch ended) lim runs on its own rules, below the
+// last fleet rate; Run reads the state again each second, creates the
+// bucket again if it was deleted, and watches it again; then the
+// throttles seen meanwhile are applied to the fleet and lim follows the
+// fleet again. Run returns nil when ctx ends, and never before.
 func (f *Fleet) Run(ctx context.Context, lim Follower) error {
 	f.attach(lim)
-	w, err := f.kv.Watch(context.WithoutCancel(ctx), fleetKey)
-	if err != nil {
-		return fmt.Errorf("cluster: watch fleet state: %w", err)
+	var (
+		w       jetstream.KeyWatcher
+		gen     uint64 // the opening of the bucket that w watches
+		initial bool   // w still sends the values it started with
+	)
+	stop := func() {
+		if w != nil {
+			_ = w.Stop()
+			w = nil
+		}
 	}
-	defer func() { _ = w.Stop() }()
+	defer stop()
+	watch := func() {
+		stop()
+		kv, g := f.bucket()
+		nw, err := kv.Watch(context.WithoutCancel(ctx), fleetKey) // it lives as long as Run
+		if err != nil {
+			f.offline(fmt.Errorf("cluster: watch fleet state: %w", err))
+			return
+		}
+		w, gen, initial = nw, g, true
+	}
+	watch()
 	tick := time.NewTicker(fleetTick)
 	defer tick.Stop()
 	for {
+		var updates <-chan jetstream.KeyValueEntry
+		if w != nil {
+			updates = w.Updates()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
+		case e, ok := <-updates:
+			switch {
+			case !ok:
 				if ctx.Err() != nil {
 					return nil
 				}
-				return errors.New("cluster: watch fleet state: closed")
-			}
-			if e != nil && e.Operation() == jetstream.KeyValuePut {
-				f.observe(e.Value(), e.Revision(), false)
+				w = nil // watched again at the next tick
+				f.offline(errors.New("cluster: watch fleet state: closed"))
+			case e == nil:
+				initial = false
+			case e.Operation() == jetstream.KeyValuePut && !initial && f.behind(e.Revision()):
+				// Older than the state held: a write this worker saw
+				// first by a read, or the bucket made again by another
+				// worker and the watch carried over. A read tells.
+				_ = f.reload(ctx)
+			case e.Operation() == jetstream.KeyValuePut:
+				// The values a watch starts with are the state now,
+				// even at a lower revision (the bucket made again).
+				f.observe(e.Value(), e.Revision(), initial)
 			}
 		case <-f.kick:
 			f.step(ctx, time.Now(), false)
 		case <-tick.C:
+			if _, g := f.bucket(); w == nil || g != gen {
+				watch()
+			}
 			f.step(ctx, time.Now(), true)
 		}
 	}
+}
+
+// bucket returns the bucket's handle and its opening.
+func (f *Fleet) bucket() (jetstream.KeyValue, uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.kv, f.gen
+}
+
+// behind reports whether rev is older than the revision of the state held.
+func (f *Fleet) behind(rev uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return rev < f.rev
+}
+
+// replacing reports whether the stored state is to be replaced.
+func (f *Fleet) replacing() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.replace
+}
+
+// Ready reports, for /readyz, a fleet pause that ends more than max_pause
+// after now: one the stored state holds (ignored by this worker, and
+// replaced at its next write), or one it follows. Nil otherwise.
+func (f *Fleet) Ready(now time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	mp := f.cfg.Limiter.MaxPause
+	for _, p := range []time.Time{f.badPause, f.state.PausedUntil} {
+		if ahead := p.Sub(now); ahead > mp+maxSkew {
+			return fmt.Errorf("fleet state in bucket %q: a pause until %s, %v ahead, more than max_pause %v (ignored until replaced)",
+				FleetBucket(f.cfg.Bucket), p.UTC().Format(time.RFC3339), ahead.Round(time.Second), mp)
+		}
+	}
+	return nil
 }
 
 // attach makes lim follow the fleet state (or lead, offline).
@@ -234,7 +324,7 @@ const fleetTick = time.Second
 // and, on a tick, raises and confirms the state.
 func (f *Fleet) step(ctx context.Context, now time.Time, tick bool) {
 	if !f.Online() {
-		if !tick || f.reload(ctx) != nil {
+		if !tick || f.reconnect(ctx) != nil {
 			return
 		}
 		f.rejoin()
@@ -260,7 +350,13 @@ func (f *Fleet) step(ctx context.Context, now time.Time, tick bool) {
 			return
 		}
 	}
-	if !tick || lim == nil {
+	if !tick {
+		return
+	}
+	if f.replacing() && f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) { return s, f.replacing() }) != nil {
+		return
+	}
+	if lim == nil {
 		return
 	}
 	v := limiter.FleetView{LastWait: f.lastWait(lim), Accepted: f.accepted(lim), Delay: f.Delay()}
@@ -337,10 +433,11 @@ func (f *Fleet) update(ctx context.Context, fn func(limiter.FleetState) (limiter
 		}
 		octx, cancel := context.WithTimeout(ctx, opTimeout(f.cfg.Refresh))
 		sent := time.Now()
+		kv, _ := f.bucket()
 		if rev == 0 {
-			rev, err = f.kv.Create(octx, fleetKey, data)
+			rev, err = kv.Create(octx, fleetKey, data)
 		} else {
-			rev, err = f.kv.Update(octx, fleetKey, data, rev)
+			rev, err = kv.Update(octx, fleetKey, data, rev)
 		}
 		took := time.Since(sent)
 		cancel()
@@ -348,7 +445,7 @@ func (f *Fleet) update(ctx context.Context, fn func(limiter.FleetState) (limiter
 			f.mu.Lock()
 			f.delay = took
 			f.mu.Unlock()
-			f.apply(ns, rev, false)
+			f.apply(ns, rev)
 			for _, d := range done {
 				d(s, ns)
 			}
@@ -379,11 +476,12 @@ func isConflict(err error) bool {
 func (f *Fleet) reload(ctx context.Context) error {
 	octx, cancel := context.WithTimeout(ctx, opTimeout(f.cfg.Refresh))
 	defer cancel()
-	e, err := f.kv.Get(octx, fleetKey)
+	kv, _ := f.bucket()
+	e, err := kv.Get(octx, fleetKey)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 		f.mu.Lock()
-		f.rev = 0
+		f.rev, f.replace = 0, true
 		f.mu.Unlock()
 		return nil
 	case err != nil:
@@ -394,32 +492,83 @@ func (f *Fleet) reload(ctx context.Context) error {
 	return nil
 }
 
+// reconnect reads the state again after an outage. If the bucket is
+// gone (deleted), it creates it again, and the next write stores the
+// state this worker holds.
+func (f *Fleet) reconnect(ctx context.Context) error {
+	err := f.reload(ctx)
+	if err == nil {
+		return nil
+	}
+	octx, cancel := context.WithTimeout(ctx, opTimeout(f.cfg.Refresh))
+	defer cancel()
+	name := FleetBucket(f.cfg.Bucket)
+	if _, ferr := f.js.KeyValue(octx, name); !errors.Is(ferr, jetstream.ErrBucketNotFound) {
+		return err // there, or the server cannot say
+	}
+	kv, err := openFleetBucket(octx, f.js, name)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.kv, f.gen, f.rev = kv, f.gen+1, 0
+	f.mu.Unlock()
+	f.set.log.Warn("cluster: fleet bucket created again; it was deleted", "bucket", name)
+	return f.reload(ctx)
+}
+
 // observe takes a state read (force) or watched at revision rev, if it is
-// newer than the one held or read.
+// newer than the one held or read. A state that breaks a rule
+// (checkFleetState) is taken as corrected, and one that cannot be read
+// (not a JSON object: garbage, null) leaves the state as it is; either is
+// replaced at the next step.
 func (f *Fleet) observe(data []byte, rev uint64, force bool) {
-	var s limiter.FleetState
-	if err := json.Unmarshal(data, &s); err != nil {
-		f.set.log.Warn("cluster: fleet state unreadable; it is replaced at the next write", "err", err)
-		f.mu.Lock()
-		if rev > f.rev || force {
-			f.rev = rev
-		}
+	now := f.clock()
+	s, err := decodeFleetState(data)
+	accepted := f.accepted(f.follower())
+	f.mu.Lock()
+	if rev <= f.rev && !force {
 		f.mu.Unlock()
 		return
 	}
-	f.apply(s, rev, force)
+	var ps []problem
+	if err != nil {
+		ps = []problem{{"state", "no fleet state: " + err.Error()}}
+	} else {
+		stored := s.PausedUntil
+		s, ps = checkFleetState(s, reading{now: now, cfg: f.cfg.Limiter, accepted: accepted, held: f.state.Rate})
+		f.state = s
+		f.badPause = time.Time{}
+		if !stored.Equal(s.PausedUntil) {
+			f.badPause = stored
+		}
+		f.set.metrics.setFleet(s.Rate, f.online)
+		if f.online && f.lim != nil {
+			f.followLocked()
+		}
+	}
+	f.rev, f.replace = rev, len(ps) > 0
+	f.mu.Unlock()
+	f.input.report("fleet", FleetBucket(f.cfg.Bucket)+"/"+fleetKey, ps, "replaced at the next write")
 }
 
-// apply makes s at revision rev the state, if rev is newer or force (a
-// state read from the bucket, which may have been created again), and has
-// the limiter follow it while online.
-func (f *Fleet) apply(s limiter.FleetState, rev uint64, force bool) {
+// follower returns the limiter that follows the fleet (nil before Run).
+func (f *Fleet) follower() Follower {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if rev <= f.rev && !force {
+	return f.lim
+}
+
+// apply makes s, written by this worker at revision rev, the state, if rev
+// is newer, and has the limiter follow it while online.
+func (f *Fleet) apply(s limiter.FleetState, rev uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rev <= f.rev {
 		return
 	}
 	f.state, f.rev = s, rev
+	f.replace, f.badPause = false, time.Time{}
 	f.set.metrics.setFleet(s.Rate, f.online)
 	if f.online && f.lim != nil {
 		f.followLocked()

@@ -165,7 +165,12 @@ func TestFleetRaiseOncePerInterval(t *testing.T) {
 		fleets = append(fleets, f)
 	}
 	now := fleets[0].State().IncClock // the fleet's start
+	var clock atomic.Int64            // the workers' clock, Unix ns
+	for _, f := range fleets {
+		f.clock = func() time.Time { return time.Unix(0, clock.Load()) }
+	}
 	at := func(d time.Duration) {
+		clock.Store(now.Add(d).UnixNano())
 		var wg sync.WaitGroup
 		for _, f := range fleets {
 			wg.Go(func() { f.step(t.Context(), now.Add(d), true) })

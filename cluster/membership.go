@@ -39,6 +39,11 @@ type Member struct {
 	// the heartbeat (0: none, or no limiter yet); the fleet controller adds
 	// up the workers' counts (docs/limiter.md, "Fleet").
 	Accepted float64 `json:"accepted,omitzero"`
+	// Skew is how far the member's clock is ahead of the NATS server's
+	// (negative: behind), measured by the reader: Refreshed minus the
+	// time the server stored the heartbeat (which adds the write's
+	// latency, milliseconds). The heartbeat itself does not carry it.
+	Skew time.Duration `json:"clock_skew,omitzero"`
 }
 
 // Membership keeps this worker's heartbeat key in the bucket and counts the
@@ -50,6 +55,7 @@ type Membership struct {
 	key     string
 	started time.Time
 	set     settings
+	input   *inputLog
 	watcher jetstream.KeyWatcher
 
 	mu        sync.Mutex
@@ -60,6 +66,7 @@ type Membership struct {
 	leased    bool // a Leases reports the share; else it is 1/n
 	nextWrite time.Time
 	changed   chan struct{} // kicked when n changes; read by Leases
+	skewed    bool          // this worker's clock was found off by more than maxSkew
 	lim       Limiter       // set by Drive
 	counts    bool          // Drive: N goes to lim
 }
@@ -115,6 +122,7 @@ func Join(ctx context.Context, js jetstream.JetStream, cfg Config, opts ...Optio
 		share:   1,
 		changed: make(chan struct{}, 1),
 	}
+	m.input = newInputLog(m.set)
 	now := time.Now()
 	if err := m.write(ctx, now); err != nil {
 		return nil, err
@@ -343,21 +351,38 @@ func (m *Membership) write(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// apply records one watched entry seen at at.
+// apply records one watched entry seen at at. A heartbeat is checked
+// (checkMember): a value that breaks its rule is not used, and is logged
+// and counted.
 func (m *Membership) apply(e jetstream.KeyValueEntry, at time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch e.Operation() {
-	case jetstream.KeyValuePut:
-		var v Member
-		if err := json.Unmarshal(e.Value(), &v); err != nil {
-			// Still a live worker (another version, say): count it.
-			v = Member{ID: strings.TrimPrefix(e.Key(), memberPrefix)}
-		}
-		m.roster.put(e.Key(), e.Revision(), v, at)
-	default:
+	if e.Operation() != jetstream.KeyValuePut {
+		m.mu.Lock()
 		m.roster.remove(e.Key())
+		m.mu.Unlock()
+		return
 	}
+	v, ps := decodeMember(e, at)
+	m.input.report("member", m.cfg.Bucket+"/"+e.Key(), ps, "not used")
+	m.mu.Lock()
+	m.roster.put(e.Key(), e.Revision(), v, at)
+	own := e.Key() == m.key
+	first := own && !m.skewed && (v.Skew > maxSkew || v.Skew < -maxSkew)
+	m.skewed = m.skewed || first
+	m.mu.Unlock()
+	if first {
+		m.set.log.Warn("cluster: this worker's clock is off from the NATS server's; the others ignore the times it writes ahead of theirs",
+			"bucket", m.cfg.Bucket, "skew", v.Skew.Round(time.Millisecond))
+	}
+}
+
+// decodeMember decodes and checks the heartbeat e, read at now.
+func decodeMember(e jetstream.KeyValueEntry, now time.Time) (Member, []problem) {
+	var v Member
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		// Still a live worker (another version, say): count it.
+		return Member{ID: strings.TrimPrefix(e.Key(), memberPrefix)}, []problem{{"heartbeat", "unreadable: " + err.Error()}}
+	}
+	return checkMember(v, e.Created(), now)
 }
 
 // recount computes N at now and reports it if it changed (or if force).
@@ -441,10 +466,7 @@ func List(ctx context.Context, js jetstream.JetStream, bucket string) ([]Member,
 		if st.TTL() > 0 && now.Sub(e.Created()) >= st.TTL() {
 			continue
 		}
-		var v Member
-		if json.Unmarshal(e.Value(), &v) != nil {
-			v = Member{ID: strings.TrimPrefix(k, memberPrefix)}
-		}
+		v, _ := decodeMember(e, now)
 		v.Key = k
 		out = append(out, v)
 	}

@@ -19,6 +19,7 @@ import (
 // start at, and Run writes the limiter's state once per refresh and when
 // it stops. A fleet started later on the same bucket goes on from it too.
 type Memory struct {
+	js    jetstream.JetStream
 	kv    jetstream.KeyValue
 	cfg   FleetConfig
 	log   *slog.Logger
@@ -27,21 +28,34 @@ type Memory struct {
 }
 
 // OpenMemory opens (or creates) the fleet bucket of cfg.Bucket and reads
-// the remembered state.
+// the remembered state, checked as a Fleet checks it (with the default
+// limiter options if cfg.Limiter is not valid).
 func OpenMemory(ctx context.Context, js jetstream.JetStream, cfg FleetConfig, opts ...Option) (*Memory, error) {
 	cfg = cfg.withDefaults()
+	if cfg.Limiter.Validate() != nil {
+		cfg.Limiter = limiter.DefaultConfig()
+	}
 	kv, err := openFleetBucket(ctx, js, FleetBucket(cfg.Bucket))
 	if err != nil {
 		return nil, err
 	}
-	m := &Memory{kv: kv, cfg: cfg, log: newSettings(opts).log}
+	set := newSettings(opts)
+	m := &Memory{js: js, kv: kv, cfg: cfg, log: set.log}
 	e, err := kv.Get(ctx, fleetKey)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 	case err != nil:
 		return nil, fmt.Errorf("cluster: fleet state: %w", err)
 	default:
-		m.found = json.Unmarshal(e.Value(), &m.state) == nil
+		s, err := decodeFleetState(e.Value())
+		var ps []problem
+		if err != nil {
+			ps = []problem{{"state", "no fleet state: " + err.Error()}}
+		} else {
+			m.state, ps = checkFleetState(s, reading{now: time.Now(), cfg: cfg.Limiter})
+			m.found = true
+		}
+		newInputLog(set).report("fleet", FleetBucket(cfg.Bucket)+"/"+fleetKey, ps, "replaced at the next write")
 	}
 	return m, nil
 }
@@ -72,6 +86,9 @@ func (m *Memory) Run(ctx context.Context, state func() limiter.Adapt) error {
 		case <-tick.C:
 		}
 		err := m.write(ctx, state(), time.Now())
+		if err != nil {
+			m.reopen(ctx)
+		}
 		switch {
 		case err != nil && !failing:
 			failing = true
@@ -91,4 +108,19 @@ func (m *Memory) write(ctx context.Context, a limiter.Adapt, now time.Time) erro
 	defer cancel()
 	_, err = m.kv.Put(wctx, fleetKey, data)
 	return err
+}
+
+// reopen opens the bucket again after a failed write, creating it if it
+// was deleted.
+func (m *Memory) reopen(ctx context.Context) {
+	octx, cancel := context.WithTimeout(ctx, opTimeout(m.cfg.Refresh))
+	defer cancel()
+	name := FleetBucket(m.cfg.Bucket)
+	if _, err := m.js.KeyValue(octx, name); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return
+	}
+	if kv, err := openFleetBucket(octx, m.js, name); err == nil {
+		m.kv = kv
+		m.log.Warn("cluster: fleet bucket created again; it was deleted", "bucket", name)
+	}
 }

@@ -13,12 +13,15 @@ import (
 //	sluice_cluster_fleet_rate        gauge    the fleet's rate for the whole budget, units per minute
 //	sluice_cluster_fleet_cuts_total  counter  fleet cuts this worker wrote
 //	sluice_cluster_fleet_online      gauge    1 while following the fleet state, 0 while on the local rules
+//	sluice_cluster_invalid_state_total{kind,field}  counter  values of shared state read from the bucket that broke their rule
+//	                                                         (kind "fleet" or "member"; field "state" for no readable state)
 type Metrics struct {
 	instances   prometheus.Gauge
 	leases      prometheus.Gauge
 	fleetRate   prometheus.Gauge
 	fleetCuts   prometheus.Counter
 	fleetOnline prometheus.Gauge
+	invalid     *prometheus.CounterVec
 }
 
 var _ prometheus.Collector = (*Metrics)(nil)
@@ -46,11 +49,15 @@ func NewMetrics() *Metrics {
 			Name: "sluice_cluster_fleet_online",
 			Help: "1 while this worker follows the fleet state, 0 while it runs on its local rules.",
 		}),
+		invalid: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_cluster_invalid_state_total",
+			Help: "Values of shared state read from the bucket that broke their rule and were not used, by kind (fleet, member) and field.",
+		}, []string{"kind", "field"}),
 	}
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.instances, m.leases, m.fleetRate, m.fleetCuts, m.fleetOnline}
+	return []prometheus.Collector{m.instances, m.leases, m.fleetRate, m.fleetCuts, m.fleetOnline, m.invalid}
 }
 
 // Describe implements prometheus.Collector.
@@ -93,5 +100,11 @@ func (m *Metrics) setFleet(rate float64, online bool) {
 func (m *Metrics) fleetCut() {
 	if m != nil {
 		m.fleetCuts.Inc()
+	}
+}
+
+func (m *Metrics) invalidState(kind, field string) {
+	if m != nil {
+		m.invalid.WithLabelValues(kind, field).Inc()
 	}
 }

@@ -29,7 +29,7 @@ func fleetKVOutage(s *Suite, e *env, rng *rand.Rand) error {
 	coordURL := fmt.Sprintf("nats://127.0.0.1:%d", coord.cfg.Port)
 	var ws []*worker
 	for _, id := range []string{"w1", "w2"} {
-		w, err := e.startFleetWorker(id, coordURL)
+		w, err := e.startFleetWorker(id, fmt.Sprintf("{mode: members, ttl: 3s, nats_url: %q}", coordURL))
 		if err != nil {
 			return err
 		}
@@ -65,9 +65,9 @@ func fleetKVOutage(s *Suite, e *env, rng *rand.Rand) error {
 	return nil
 }
 
-// startFleetWorker starts a worker of the pair in members mode,
-// coordinating through coordURL.
-func (e *env) startFleetWorker(id, coordURL string) (*worker, error) {
+// startFleetWorker starts a worker in members mode with the
+// limiter.share section share (a YAML flow mapping).
+func (e *env) startFleetWorker(id, share string) (*worker, error) {
 	w := &worker{id: id}
 	o := workerOpts{Setup: true, Instances: 1, UnitsPerMinute: paceUnitsPerMinute}
 	path, err := e.writeConfig(id, o, 0)
@@ -78,8 +78,7 @@ func (e *env) startFleetWorker(id, coordURL string) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	share := fmt.Sprintf("limiter:\n  share: {mode: members, ttl: 3s, nats_url: %q}\n", coordURL)
-	patched := strings.Replace(string(cfg), "limiter:\n", share, 1)
+	patched := strings.Replace(string(cfg), "limiter:\n", "limiter:\n  share: "+share+"\n", 1)
 	if patched == string(cfg) {
 		return nil, fmt.Errorf("faults: %s: no limiter section to add the share to", path)
 	}

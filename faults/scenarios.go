@@ -40,6 +40,7 @@ func Scenarios() []Scenario {
 		{"cluster-node-loss", "a 3-node JetStream cluster, stream at 3 replicas; the consumer leader gets SIGKILL mid-drain and returns 15 s later", clusterNodeLoss},
 		{"kill-embedded", "the default setup: the queue embedded in the first of 2 workers, the second joining it; the first gets SIGKILL mid-drain, 2 times, and is restarted", killEmbedded},
 		{"fleet-kv-outage", "2 workers in limiter.share.mode members coordinate through a NATS server of their own; it is stopped for 10 s mid-drain and started again", fleetKVOutage},
+		{"poisoned-fleet", "3 workers in limiter.share.mode members; mid-drain the fleet state is overwritten with a pause a day ahead, a rate of 1e308 and null, then its bucket is deleted; the drain takes at most 1.5 times a clean one", poisonedFleet},
 		{"hostile-target", "a target answering huge and malformed Retry-After values, 3xx, slow bodies and resets, and jobs of absurd cost: every job succeeds or is dead-lettered with its reason, no slot waits longer than backoff.cap", hostileTargetScenario},
 	}
 }

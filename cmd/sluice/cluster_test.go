@@ -101,7 +101,8 @@ func TestRunShare(t *testing.T) {
 				}
 				s := out.String()
 				return strings.HasPrefix(strings.Join(strings.Fields(s), " "), "members ("+mode+") 2 ") &&
-					strings.Count(s, "rate     600.0/min") == 2 && strings.Contains(s, "  a ") && strings.Contains(s, "  b ")
+					strings.Count(s, "rate     600.0/min") == 2 && strings.Contains(s, "  a ") && strings.Contains(s, "  b ") &&
+					strings.Count(s, "  clock +0.")+strings.Count(s, "  clock -0.") == 2 // one machine: one clock
 			})
 
 			// status --json carries the same members.
@@ -123,6 +124,9 @@ func TestRunShare(t *testing.T) {
 			for _, m := range st.Share.Members {
 				if math.Abs(m.Rate-600) > 1e-6 {
 					t.Errorf("status --json: member %s rate %v, want 600", m.ID, m.Rate)
+				}
+				if m.Skew <= -time.Second || m.Skew >= time.Second {
+					t.Errorf("status --json: member %s clock_skew %v on the server's machine, want under a second", m.ID, m.Skew)
 				}
 			}
 

@@ -30,6 +30,10 @@ func newStatusCmd() *cobra.Command {
                 are in flight (a worker is running); with --watch over the
                 last 30 s
   eta           backlog and in flight divided by the throughput
+  members       with limiter.share in members or leases mode, the live
+                workers of the budget: rate, share, uptime and clock, how
+                far each one's clock is ahead of the NATS server's (from
+                its last heartbeat, which carries its writer's clock)
 
 With --watch it refreshes every --interval until SIGINT or SIGTERM.
 

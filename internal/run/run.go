@@ -161,7 +161,8 @@ func serve(ctx context.Context, cfg config.Config, o Options, r running) error {
 	g.Go(func() error { return serveUI(gctx, ops, log) })
 	g.Go(func() error {
 		ready := allReady(sourceReady(r.src), targetResolves(cfg.Target.BaseURL, nil),
-			targetAnswers(func() worker.TargetHealth { return r.w.Stats().Target }, cfg.Ops.TargetUnreadyAfter, time.Now))
+			targetAnswers(func() worker.TargetHealth { return r.w.Stats().Target }, cfg.Ops.TargetUnreadyAfter, time.Now),
+			r.share.fleetReady)
 		return serveOps(gctx, ops, o.Registry, ready, log)
 	})
 	g.Go(func() error {

@@ -171,6 +171,15 @@ func (r *shareRun) start(ctx context.Context, lim *limiter.Limiter, log *slog.Lo
 	}, nil
 }
 
+// fleetReady is a readiness check: not ready while the fleet state holds
+// a pause that ends more than max_pause from now (cluster.Fleet.Ready).
+func (r *shareRun) fleetReady(context.Context) error {
+	if r == nil || r.fleet == nil {
+		return nil
+	}
+	return r.fleet.Ready(time.Now())
+}
+
 // close closes the connection of our own, if any.
 func (r *shareRun) close() {
 	if r != nil && r.nc != nil {
@@ -246,10 +255,14 @@ func (ml *MemberList) Print(w io.Writer) error {
 		if ml.Mode == config.ShareLeases {
 			leases = fmt.Sprintf("  leases %d/%d", m.Leases, ml.Partitions)
 		}
-		if _, err := fmt.Fprintf(w, "  %-30s rate %9.1f/min  share %6.4f%s  up %s\n",
-			m.ID, m.Rate, m.Share, leases, now.Sub(m.Started).Round(time.Second)); err != nil {
+		if _, err := fmt.Fprintf(w, "  %-30s rate %9.1f/min  share %6.4f%s  up %s  clock %s\n",
+			m.ID, m.Rate, m.Share, leases, now.Sub(m.Started).Round(time.Second), skew(m.Skew)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// skew shows a member's clock skew from the NATS server's: signed, in
+// seconds, to the millisecond.
+func skew(d time.Duration) string { return fmt.Sprintf("%+.3fs", d.Seconds()) }

@@ -1,0 +1,223 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/limiter"
+)
+
+// Shared state is input. What a worker reads from a bucket was written by
+// another process: another version, a worker whose clock is wrong, or a
+// person with the nats CLI. Every read is checked here against what each
+// value means, before any rule uses it; a value that breaks its rule is
+// replaced by the nearest one that keeps it (or by "none"), and the state
+// is rewritten at the next write.
+
+// Bounds of shared state as a reader judges it.
+const (
+	// maxSkew is how far ahead of the reader's clock a time that a
+	// writer took from its own clock may be: clocks of the same fleet
+	// agree within it.
+	maxSkew = 5 * time.Second
+	// rateFactor: a rate that rose above rateFactor times what the fleet
+	// was measured to accept (or the initial rate, if more) was not
+	// reached by the rules, which raise from what the API accepts...
+	rateFactor = 10
+	// ...unless it is within raiseFactor of the rate held before: one
+	// raise of the rules at most doubles the rate (slow start).
+	raiseFactor = 2
+	// maxPlateau bounds the plateau after a cut: longer than any the rules
+	// set.
+	maxPlateau = time.Hour
+)
+
+// problem is one value of shared state that broke its rule.
+type problem struct {
+	field string // its name in the JSON of the state
+	why   string
+}
+
+func (p problem) String() string { return p.field + ": " + p.why }
+
+// reading is what a worker knows when it reads the fleet state.
+type reading struct {
+	now time.Time      // the reader's clock
+	cfg limiter.Config // the budget's limiter options
+	// accepted is the units the API accepted from the whole fleet in the
+	// last minute, from the heartbeats; 0 when not known.
+	accepted float64
+	// held is the rate of the last state this worker took; 0 for none.
+	// A rate no higher was checked when it was reached.
+	held float64
+}
+
+// decodeFleetState decodes a stored fleet state. A literal null, an empty
+// value and anything that is not a JSON object of the state are no state
+// (false).
+func decodeFleetState(data []byte) (limiter.FleetState, error) {
+	var s limiter.FleetState
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return s, fmt.Errorf("not a JSON object: %.32q", data)
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// checkFleetState returns s as the reader r may use it, and what broke its
+// rule (nothing: s is returned as it is). The rules, by meaning:
+//   - A time that a writer took from its clock (when it wrote the state,
+//     cut, restarted a clock) is not after r.now + maxSkew; later, it is
+//     r.now.
+//   - The end of the fleet's pause is at most max_pause (+ maxSkew) after
+//     r.now; later, no writer's rules set it, and there is no pause. The end
+//     of the hold after slow start is at most a minute and max_pause after
+//     r.now; later, it is that.
+//   - A rate is a finite number in [min, max], and at most rateFactor
+//     times what the fleet was measured to accept (the quota in the
+//     state, the fleet's last minute) or the initial rate, whichever is
+//     more, unless it is within raiseFactor of the rate r.held.
+//   - A count (units accepted) is finite and not negative, and at most
+//     rateFactor times max; a duration (CUBIC's K, the plateau) is finite,
+//     not negative and within its own bound.
+func checkFleetState(s limiter.FleetState, r reading) (limiter.FleetState, []problem) {
+	var ps []problem
+	bad := func(field, format string, args ...any) { ps = append(ps, problem{field, fmt.Sprintf(format, args...)}) }
+	past := func(field string, t *time.Time) {
+		if t.After(r.now.Add(maxSkew)) {
+			bad(field, "%s is %v ahead of this worker's clock", t.Format(time.RFC3339), t.Sub(r.now).Round(time.Second))
+			*t = r.now
+		}
+	}
+	past("seen", &s.Seen)
+	past("last_cut", &s.LastCut)
+	past("inc_clock", &s.IncClock)
+	past("cut_time", &s.CutTime)
+	if end := r.now.Add(r.cfg.MaxPause + maxSkew); s.PausedUntil.After(end) {
+		bad("paused_until", "%s is %v ahead, more than max_pause %v", s.PausedUntil.Format(time.RFC3339), s.PausedUntil.Sub(r.now).Round(time.Second), r.cfg.MaxPause)
+		s.PausedUntil = time.Time{}
+	}
+	if end := r.now.Add(time.Minute + r.cfg.MaxPause + maxSkew); s.HoldUntil.After(end) {
+		bad("hold_until", "%s is %v ahead, more than a minute and max_pause", s.HoldUntil.Format(time.RFC3339), s.HoldUntil.Sub(r.now).Round(time.Second))
+		s.HoldUntil = end
+	}
+
+	lo, hi := r.cfg.MinUnitsPerMinute, r.cfg.MaxUnitsPerMinute
+	if !finite(s.Accepted) || s.Accepted < 0 || s.Accepted > rateFactor*hi {
+		bad("accepted", "%v is not a count of units in [0, %v]", s.Accepted, rateFactor*hi)
+		s.Accepted = 0
+	}
+	measured := max(s.Accepted, r.accepted, r.cfg.InitialUnitsPerMinute)
+	limit := max(rateFactor*measured, raiseFactor*r.held)
+	switch {
+	case math.IsNaN(s.Rate):
+		bad("rate", "NaN")
+		s.Rate = r.cfg.InitialUnitsPerMinute
+	case s.Rate < lo || s.Rate > hi && hi <= limit:
+		bad("rate", "%v is outside [min %v, max %v]", s.Rate, lo, hi)
+		s.Rate = min(max(s.Rate, lo), hi)
+	case s.Rate > limit:
+		bad("rate", "%v is more than %d times what the fleet was measured to accept (%v) and %d times the rate before (%v)",
+			s.Rate, rateFactor, measured, raiseFactor, r.held)
+		s.Rate = max(min(limit, hi), lo)
+	}
+	if !finite(s.WMax) || s.WMax < 0 || s.WMax > hi {
+		bad("w_max", "%v is not a rate in [0, max %v]", s.WMax, hi)
+		s.WMax = s.Rate
+	}
+	if kMax := cubicKMax(r.cfg); !finite(s.K) || s.K < 0 || s.K > kMax {
+		bad("k", "%v is not a time in [0, %v] s", s.K, kMax)
+		s.K = 0
+	}
+	if s.Plateau < 0 || s.Plateau > maxPlateau {
+		bad("plateau", "%v is not in [0, %v]", s.Plateau, maxPlateau)
+		s.Plateau = 0
+	}
+	return s, ps
+}
+
+// cubicKMax is the largest K that CUBIC's rule sets: the K of a cut at max.
+func cubicKMax(cfg limiter.Config) float64 {
+	if !(cfg.CUBIC.ScaleConstant > 0) {
+		return math.MaxFloat64
+	}
+	return math.Cbrt(cfg.MaxUnitsPerMinute * (1 - cfg.CUBIC.Beta) / cfg.CUBIC.ScaleConstant)
+}
+
+// checkMember returns the heartbeat v as a reader at now may use it, and
+// what broke its rule. stored is when the server stored it: the writer's
+// clock is measured against it (Member.Skew). A time that the writer took
+// from its clock to tell when its requests waited is not after now +
+// maxSkew (later: never); rates and counts are finite and not negative; a
+// share is at most 1.
+func checkMember(v Member, stored, now time.Time) (Member, []problem) {
+	var ps []problem
+	bad := func(field, format string, args ...any) { ps = append(ps, problem{field, fmt.Sprintf(format, args...)}) }
+	v.Skew = 0 // the reader's measure, never the writer's word
+	if !stored.IsZero() && !v.Refreshed.IsZero() {
+		v.Skew = v.Refreshed.Sub(stored)
+	}
+	if v.Waited.After(now.Add(maxSkew)) {
+		bad("waited", "%s is %v ahead of this worker's clock", v.Waited.Format(time.RFC3339), v.Waited.Sub(now).Round(time.Second))
+		v.Waited = time.Time{}
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+		hi   float64
+	}{{"rate", &v.Rate, math.MaxFloat64}, {"share", &v.Share, 1}, {"accepted", &v.Accepted, math.MaxFloat64}} {
+		if !finite(*f.v) || *f.v < 0 || *f.v > f.hi {
+			bad(f.name, "%v is not a number in [0, %v]", *f.v, f.hi)
+			*f.v = 0
+		}
+	}
+	if v.Leases < 0 {
+		bad("leases", "%d is negative", v.Leases)
+		v.Leases = 0
+	}
+	return v, ps
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// inputLog reports invalid shared state: at warn the first time each
+// value of each key breaks its rule (not at every read), at debug after
+// that, and counted every time.
+type inputLog struct {
+	log     *slog.Logger
+	metrics *Metrics
+
+	mu     sync.Mutex
+	warned map[string]bool
+}
+
+func newInputLog(s settings) *inputLog {
+	return &inputLog{log: s.log, metrics: s.metrics, warned: map[string]bool{}}
+}
+
+// report reports the problems of key's state (kind "fleet" or "member"),
+// and what is done about them.
+func (l *inputLog) report(kind, key string, ps []problem, done string) {
+	for _, p := range ps {
+		l.metrics.invalidState(kind, p.field)
+		l.mu.Lock()
+		first := !l.warned[kind+"."+p.field]
+		l.warned[kind+"."+p.field] = true
+		l.mu.Unlock()
+		level := slog.LevelDebug
+		if first {
+			level = slog.LevelWarn
+		}
+		l.log.Log(context.Background(), level, "cluster: invalid shared state ignored",
+			"key", key, "field", p.field, "problem", p.why, "action", done)
+	}
+}

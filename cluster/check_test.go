@@ -1,0 +1,168 @@
+package cluster
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/limiter"
+)
+
+// Each rule of checkFleetState, by what the value means: a table of
+// stored states read at t0 with the default options (min 60, initial 600,
+// max 10,000,000, max_pause 30s).
+func TestCheckFleetState(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	cfg := limiter.DefaultConfig()
+	valid := limiter.FleetState{Adapt: limiter.Adapt{Rate: 3000, Throttled: true, LastCut: t0.Add(-time.Minute),
+		IncClock: t0.Add(-10 * time.Second), WMax: 4000, CutTime: t0.Add(-time.Minute), K: 20},
+		PausedUntil: t0.Add(20 * time.Second), Seen: t0.Add(-time.Second), Accepted: 3100, Plateau: 10 * time.Minute}
+	r := reading{now: t0, cfg: cfg}
+	for _, c := range []struct {
+		name   string
+		edit   func(*limiter.FleetState)
+		r      func(*reading)
+		fields string // the fields reported, in order
+		want   func(*limiter.FleetState)
+	}{
+		{name: "valid"},
+		{name: "seen within the skew", edit: func(s *limiter.FleetState) { s.Seen = t0.Add(maxSkew) }},
+		{name: "seen a day ahead: a fast clock", edit: func(s *limiter.FleetState) { s.Seen = t0.Add(24 * time.Hour) },
+			fields: "seen", want: func(s *limiter.FleetState) { s.Seen = t0 }},
+		{name: "clocks ahead", edit: func(s *limiter.FleetState) {
+			s.LastCut, s.IncClock, s.CutTime = t0.Add(time.Hour), t0.Add(time.Hour), t0.Add(time.Hour)
+		}, fields: "last_cut inc_clock cut_time", want: func(s *limiter.FleetState) { s.LastCut, s.IncClock, s.CutTime = t0, t0, t0 }},
+		{name: "a pause of max_pause", edit: func(s *limiter.FleetState) { s.PausedUntil = t0.Add(cfg.MaxPause) }},
+		{name: "a pause a day ahead", edit: func(s *limiter.FleetState) { s.PausedUntil = t0.Add(24 * time.Hour) },
+			fields: "paused_until", want: func(s *limiter.FleetState) { s.PausedUntil = time.Time{} }},
+		{name: "a pause beyond a shorter max_pause", r: func(r *reading) { r.cfg.MaxPause = time.Second },
+			fields: "paused_until", want: func(s *limiter.FleetState) { s.PausedUntil = time.Time{} }},
+		{name: "a hold a day ahead", edit: func(s *limiter.FleetState) { s.HoldUntil = t0.Add(24 * time.Hour) },
+			fields: "hold_until", want: func(s *limiter.FleetState) { s.HoldUntil = t0.Add(time.Minute + cfg.MaxPause + maxSkew) }},
+		{name: "rate NaN", edit: func(s *limiter.FleetState) { s.Rate = math.NaN() },
+			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 600 }},
+		{name: "rate below min", edit: func(s *limiter.FleetState) { s.Rate = -5 },
+			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 60 }},
+		{name: "rate +Inf", edit: func(s *limiter.FleetState) { s.Rate = math.Inf(1) },
+			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 31000 }},
+		{name: "rate 1e308", edit: func(s *limiter.FleetState) { s.Rate = 1e308 },
+			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 31000 }},
+		{name: "rate 10 times the measured quota", edit: func(s *limiter.FleetState) { s.Rate = 31000 }},
+		{name: "rate above 10 times the quota", edit: func(s *limiter.FleetState) { s.Rate = 40000 },
+			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 31000 }},
+		{name: "rate above 10 times the quota, the fleet accepting more", edit: func(s *limiter.FleetState) { s.Rate = 40000 },
+			r: func(r *reading) { r.accepted = 5000 }},
+		{name: "rate doubled from the one held", edit: func(s *limiter.FleetState) { s.Rate = 40000 },
+			r: func(r *reading) { r.held = 20000 }},
+		{name: "rate more than doubled from the one held", edit: func(s *limiter.FleetState) { s.Rate = 1e6 },
+			r: func(r *reading) { r.held = 20000 }, fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 40000 }},
+		{name: "no quota measured: 10 times the initial rate", edit: func(s *limiter.FleetState) { s.Rate, s.Accepted = 1e9, 0 },
+			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 6000 }},
+		{name: "accepted negative", edit: func(s *limiter.FleetState) { s.Accepted = -1 },
+			fields: "accepted", want: func(s *limiter.FleetState) { s.Accepted = 0 }},
+		{name: "accepted NaN", edit: func(s *limiter.FleetState) { s.Accepted = math.NaN() },
+			fields: "accepted", want: func(s *limiter.FleetState) { s.Accepted = 0 }},
+		{name: "accepted beyond any rate", edit: func(s *limiter.FleetState) { s.Accepted = 1e300 },
+			fields: "accepted", want: func(s *limiter.FleetState) { s.Accepted = 0 }},
+		{name: "w_max negative", edit: func(s *limiter.FleetState) { s.WMax = -1 },
+			fields: "w_max", want: func(s *limiter.FleetState) { s.WMax = 3000 }},
+		{name: "k infinite", edit: func(s *limiter.FleetState) { s.K = math.Inf(1) },
+			fields: "k", want: func(s *limiter.FleetState) { s.K = 0 }},
+		{name: "k beyond a cut at max", edit: func(s *limiter.FleetState) { s.K = 1e6 },
+			fields: "k", want: func(s *limiter.FleetState) { s.K = 0 }},
+		{name: "plateau negative", edit: func(s *limiter.FleetState) { s.Plateau = -time.Second },
+			fields: "plateau", want: func(s *limiter.FleetState) { s.Plateau = 0 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in, rr, want := valid, r, valid
+			if c.edit != nil {
+				c.edit(&in)
+				c.edit(&want)
+			}
+			if c.r != nil {
+				c.r(&rr)
+			}
+			if c.want != nil {
+				c.want(&want)
+			}
+			got, ps := checkFleetState(in, rr)
+			var fields []string
+			for _, p := range ps {
+				fields = append(fields, p.field)
+				if p.why == "" {
+					t.Errorf("%s: no reason", p.field)
+				}
+			}
+			if f := strings.Join(fields, " "); f != c.fields {
+				t.Errorf("problems %v, want fields %q", ps, c.fields)
+			}
+			if got != want {
+				t.Errorf("checked state\n%+v\nwant\n%+v", got, want)
+			}
+		})
+	}
+}
+
+// A literal null, garbage, an empty value and a JSON value that is not an
+// object are no state.
+func TestDecodeFleetState(t *testing.T) {
+	for _, in := range []string{"null", " null\n", "", "{", `"rate"`, "[]", "42", `{"rate":"fast"}`} {
+		if s, err := decodeFleetState([]byte(in)); err == nil {
+			t.Errorf("%q: decoded as %+v, want no state", in, s)
+		}
+	}
+	s, err := decodeFleetState([]byte(` {"rate":420}`))
+	if err != nil || s.Rate != 420 {
+		t.Errorf("a state: %+v, %v", s, err)
+	}
+}
+
+// Each rule of checkMember: the clock skew is the reader's measure, a wait
+// ahead of the reader's clock is none, numbers are finite and not
+// negative, a share at most 1.
+func TestCheckMember(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	valid := Member{ID: "w1", Started: t0.Add(-time.Hour), Refreshed: t0, Rate: 200, Share: 0.5, Leases: 2,
+		Waited: t0.Add(-time.Second), Accepted: 180}
+	for _, c := range []struct {
+		name   string
+		edit   func(*Member)
+		stored time.Time
+		fields string
+		want   func(*Member)
+	}{
+		{name: "valid", stored: t0},
+		{name: "a clock a day fast", stored: t0, edit: func(m *Member) { m.Refreshed, m.Waited = t0.Add(24*time.Hour), t0.Add(24*time.Hour) },
+			fields: "waited", want: func(m *Member) { m.Skew, m.Waited = 24*time.Hour, time.Time{} }},
+		{name: "a clock behind", stored: t0.Add(3 * time.Second), want: func(m *Member) { m.Skew = -3 * time.Second }},
+		{name: "a skew claimed by the writer", stored: t0, edit: func(m *Member) { m.Skew = time.Hour }, want: func(m *Member) { m.Skew = 0 }},
+		{name: "no stored time", edit: func(m *Member) { m.Skew = time.Hour }, want: func(m *Member) { m.Skew = 0 }},
+		{name: "rate NaN, share 2, accepted -1, leases -3", stored: t0,
+			edit:   func(m *Member) { m.Rate, m.Share, m.Accepted, m.Leases = math.NaN(), 2, -1, -3 },
+			fields: "rate share accepted leases", want: func(m *Member) { m.Rate, m.Share, m.Accepted, m.Leases = 0, 0, 0, 0 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in, want := valid, valid
+			if c.edit != nil {
+				c.edit(&in)
+				c.edit(&want)
+			}
+			if c.want != nil {
+				c.want(&want)
+			}
+			got, ps := checkMember(in, c.stored, t0)
+			var fields []string
+			for _, p := range ps {
+				fields = append(fields, p.field)
+			}
+			if f := strings.Join(fields, " "); f != c.fields {
+				t.Errorf("problems %v, want fields %q", ps, c.fields)
+			}
+			if !(got.Rate == want.Rate || math.IsNaN(got.Rate) && math.IsNaN(want.Rate)) || got.Skew != want.Skew || !got.Waited.Equal(want.Waited) ||
+				got.Share != want.Share || got.Accepted != want.Accepted || got.Leases != want.Leases {
+				t.Errorf("checked member\n%+v\nwant\n%+v", got, want)
+			}
+		})
+	}
+}
