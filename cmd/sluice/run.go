@@ -126,7 +126,7 @@ func runConfig(cmd *cobra.Command, f runFlags) (config.Config, error) {
 		set := func(flag, path string, fn func()) {
 			if fl.Changed(flag) {
 				fn()
-				delete(c.Lines, path) // a problem with it is the flag's, not the file's line
+				c.SetBy(path, "--"+flag) // a problem with it is the flag's, not the file's line
 			}
 		}
 		set("target", "target.base_url", func() { c.Target.BaseURL = f.target })
@@ -157,15 +157,15 @@ func applySourceFlags(c *config.Config, urlSet bool, url string, dirSet bool, di
 	js := &c.Source.JetStream
 	if urlSet {
 		js.URL = url
-		delete(c.Lines, "source.jetstream.url")
+		c.SetBy("source.jetstream.url", "--nats-url")
 	}
 	if dirSet {
 		js.Embedded.StoreDir = dir
-		delete(c.Lines, "source.jetstream.embedded.store_dir")
+		c.SetBy("source.jetstream.embedded.store_dir", "--data-dir")
 	}
 	if portSet {
 		js.Embedded.Port = port
-		delete(c.Lines, "source.jetstream.embedded.port")
+		c.SetBy("source.jetstream.embedded.port", "--nats-port")
 	}
 	return nil
 }
