@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -69,29 +70,16 @@ and nothing is in flight (for batch jobs and Kubernetes Jobs).`,
 			if err != nil {
 				return cli.UsageError(err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			sigCtx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			// The announcement of a shutdown by signal; it ends before the
-			// command returns, so nothing is logged after it.
-			finished := make(chan struct{})
-			var announced sync.WaitGroup
-			announced.Go(func() {
-				select {
-				case <-finished:
-				case <-ctx.Done():
-					// From now on the default action applies: a second
-					// signal ends the process at once.
-					stop()
-					if cmd.Context().Err() == nil || cli.StoppedBySignal(cmd.Context()) {
-						log.Info("shutting down; a second signal exits at once")
-					}
+			return untilSignal(sigCtx, stop, func() {
+				if cmd.Context().Err() == nil || cli.StoppedBySignal(cmd.Context()) {
+					log.Info("shutting down; a second signal exits at once")
 				}
+			}, func(ctx context.Context) error {
+				return run.Worker(ctx, cfg, run.Options{Log: log, UI: f.ui, UIListen: f.uiListen, Version: currentVersion(),
+					ExitWhenEmpty: f.exitWhenEmpty})
 			})
-			err = run.Worker(ctx, cfg, run.Options{Log: log, UI: f.ui, UIListen: f.uiListen, Version: currentVersion(),
-				ExitWhenEmpty: f.exitWhenEmpty})
-			close(finished)
-			announced.Wait()
-			return err
 		},
 	}
 	fl := cmd.Flags()
@@ -112,6 +100,31 @@ and nothing is in flight (for batch jobs and Kubernetes Jobs).`,
 	fl.BoolVar(&f.exitWhenEmpty, "exit-when-empty", false, "exit with status 0 once the queue is empty and nothing is in flight")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "", `address of /metrics, /healthz and /readyz (metrics.listen); "127.0.0.1:0" for a free port, "off" for none`)
 	return cmd
+}
+
+// untilSignal runs fn until sigCtx ends (the first signal), and announces
+// the shutdown before fn's context ends: nothing fn logs as it stops comes
+// before the announcement. stop restores the signals' default action, so
+// that a second one ends the process at once. The announcement is not made
+// when fn returns first.
+func untilSignal(sigCtx context.Context, stop func(), announce func(), fn func(context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(sigCtx))
+	defer cancel(nil)
+	finished := make(chan struct{})
+	var watching sync.WaitGroup
+	watching.Go(func() {
+		select {
+		case <-finished:
+		case <-sigCtx.Done():
+			stop()
+			announce()
+			cancel(context.Cause(sigCtx))
+		}
+	})
+	err := fn(ctx)
+	close(finished)
+	watching.Wait()
+	return err
 }
 
 // runConfig loads the config file (or the defaults) and applies the flags
