@@ -42,10 +42,11 @@ const (
 // `sluice run --ui`, the live page (ui.go).
 type opsConfig struct {
 	config.Metrics
-	ui       bool      // `sluice run --ui`: serve the live page at /ui/ (ui.go)
-	uiListen string    // `sluice run --ui-listen`: serve it there instead
-	live     *livePage // the live page's source, set by withUI when ui is on
-	version  string    // of sluice, for the index page
+	ui       bool               // `sluice run --ui`: serve the live page at /ui/ (ui.go)
+	uiListen string             // `sluice run --ui-listen`: serve it there instead
+	live     *livePage          // the live page's source, set by withUI when ui is on
+	state    func() WorkerState // GET /state; nil: not served
+	version  string             // of sluice, for the index page
 }
 
 // LoopbackListen reports whether a listen address binds only to the
@@ -238,12 +239,18 @@ func opsHandler(cfg opsConfig, g prometheus.Gatherer, ready func(context.Context
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
+	if cfg.state != nil {
+		mux.HandleFunc("GET /state", serveState(cfg.state))
+	}
 	if cfg.uiListen == "" {
 		mountUI(mux, cfg, log)
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "sluice "+cfg.version+"\n/metrics\n/healthz\n/readyz\n")
+		if cfg.state != nil {
+			io.WriteString(w, "/state\n")
+		}
 		if cfg.Pprof {
 			io.WriteString(w, "/debug/pprof/\n")
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -505,3 +506,27 @@ func (plainSource) Publish(ctx context.Context, m sources.Outgoing) error {
 	return errors.New("not used")
 }
 func (plainSource) Close() error { return nil }
+
+// GET /state answers the worker's own state, and ReadWorkerState reads
+// it from metrics.listen; nothing to ask gives nil.
+func TestWorkerState(t *testing.T) {
+	until := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	want := WorkerState{ID: "w1", InFlight: 64, Paused: true, PausedUntil: until, Rate: 600}
+	srv := httptest.NewServer(opsHandler(opsConfig{state: func() WorkerState { return want }}, prometheus.NewRegistry(), nil, nil))
+	defer srv.Close()
+	got, err := ReadWorkerState(t.Context(), config.Metrics{Listen: strings.TrimPrefix(srv.URL, "http://")})
+	if err != nil || got == nil || *got != want {
+		t.Fatalf("ReadWorkerState = %+v, %v, want %+v", got, err, want)
+	}
+	for _, listen := range []string{"off", "127.0.0.1:0"} {
+		if got, err := ReadWorkerState(t.Context(), config.Metrics{Listen: listen}); got != nil || err != nil {
+			t.Errorf("metrics.listen %s: %+v, %v, want nothing asked", listen, got, err)
+		}
+	}
+	// A server that is not a sluice worker (no /state): nothing.
+	other := httptest.NewServer(http.NotFoundHandler())
+	defer other.Close()
+	if got, err := ReadWorkerState(t.Context(), config.Metrics{Listen: strings.TrimPrefix(other.URL, "http://")}); got != nil || err != nil {
+		t.Errorf("not a worker: %+v, %v", got, err)
+	}
+}

@@ -168,7 +168,9 @@ func serve(ctx context.Context, cfg config.Config, o Options, r running) error {
 	log.Info("sluice running", "source", cfg.Source.Kind, "target", r.target,
 		"max_in_flight", wcfg.MaxInFlight, "units_per_minute", cfg.Limiter.InitialUnitsPerMinute,
 		"limiter", !cfg.Limiter.Disabled, "worker_id", wcfg.ID)
-	ops := withUI(r.ops, Probe{lim: r.lim, w: r.w}, r.src, r.share, wcfg.ID)
+	probe := Probe{lim: r.lim, w: r.w}
+	ops := withUI(r.ops, probe, r.src, r.share, wcfg.ID)
+	ops.state = func() WorkerState { return workerState(probe, wcfg.ID) }
 	// The worker may end first (ExitWhenEmpty): the rest stops with it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
