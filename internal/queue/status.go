@@ -161,7 +161,7 @@ func printStatus(w io.Writer, st sources.Stats, p drainProgress, asJSON bool, me
 	if err != nil || !p.measured {
 		return err
 	}
-	eta := "unknown (" + strconv.FormatInt(st.AckPending, 10) + " in flight, none settled)"
+	eta := "unknown (" + strconv.FormatInt(st.AckPending, 10) + " unsettled, none done)"
 	switch {
 	case p.eta == 0:
 		eta = "0s (drained)"

@@ -36,7 +36,7 @@ func TestStatusShowsAPausedWorker(t *testing.T) {
 	if err := printStatus(&out, st, stalled, false, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if s := out.String(); !strings.Contains(s, "unknown (64 in flight, none settled)") || strings.Contains(s, "worker") {
+	if s := out.String(); !strings.Contains(s, "unknown (64 unsettled, none done)") || strings.Contains(s, "worker") {
 		t.Errorf("status without a worker:\n%s", s)
 	}
 	ws.Paused = false
