@@ -9,8 +9,8 @@ import (
 )
 
 // drain follows the worker's drains: from the first message received
-// after the queue was last seen empty (or since Run began) to the next
-// time it is seen empty.
+// after the queue was last seen empty (or since Run began) to the last job
+// finished before it is next seen empty.
 type drain struct {
 	start    time.Time // first receipt of the current drain; zero: none
 	finished int64     // jobs finished (succeeded or dead-lettered) before it
@@ -48,7 +48,12 @@ func (w *Worker) empty(ctx context.Context, now time.Time) bool {
 	}
 	if !w.drain.start.IsZero() {
 		if n := w.finished() - w.drain.finished; n > 0 {
+			// The drain ended with its last job, not when the queue was
+			// next seen empty (up to a receive's wait later).
 			took := now.Sub(w.drain.start)
+			if last := time.Unix(0, w.stats.lastFinished.Load()); last.After(w.drain.start) && last.Before(now) {
+				took = last.Sub(w.drain.start)
+			}
 			w.log.Info(fmt.Sprintf("drained %d jobs in %s", n, took.Round(time.Millisecond)), "jobs", n, "took", took)
 		}
 		w.drain = drain{}

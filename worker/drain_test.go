@@ -36,6 +36,7 @@ func TestDrainedAndSummaryLines(t *testing.T) {
 			h.job(id, nil)
 		}
 		h.target.on("j2", status(503, ""), status(200, "ok"))
+		t0 := time.Now()
 		h.start()
 		h.until("jobs done", func() bool { return h.settled("j1") && h.settled("j2") && h.settled("j3") })
 		time.Sleep(time.Minute) // many empty receives
@@ -43,6 +44,17 @@ func TestDrainedAndSummaryLines(t *testing.T) {
 		d := linesWith(t, logs, "drained ")
 		if len(d) != 1 || d[0]["msg"] != "drained 3 jobs in "+time.Duration(d[0]["took"].(float64)).Round(time.Millisecond).String() || d[0]["jobs"] != 3.0 {
 			t.Fatalf("drained lines %v, want one for 3 jobs", d)
+		}
+		// The drain took from the first receipt to the last job's ack, not
+		// to the empty receive that noticed it.
+		var last time.Time
+		for _, e := range h.q.Events() {
+			if e.Kind == memory.EventAck && e.At.After(last) {
+				last = e.At
+			}
+		}
+		if took, want := time.Duration(d[0]["took"].(float64)), last.Sub(t0); took != want || want <= 0 {
+			t.Errorf("drained in %v, want %v: from the first receipt to the last ack", took, want)
 		}
 		h.job("j4", nil)
 		h.until("j4 done", func() bool { return h.settled("j4") })

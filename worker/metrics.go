@@ -135,6 +135,9 @@ type counters struct {
 	inFlight atomic.Int64
 	jobs     [numOutcomes]atomic.Int64
 	attempts [call.NetworkError + 1]atomic.Int64
+	// lastFinished is when the last job finished (succeeded or
+	// dead-lettered), in Unix nanoseconds; 0: none yet. A drain ends then.
+	lastFinished atomic.Int64
 }
 
 // Stats returns a snapshot of the worker's counts. It is safe to call at
@@ -233,6 +236,9 @@ func (w *Worker) settled(o Outcome, typ string) {
 		return
 	}
 	w.stats.jobs[o].Add(1)
+	if o.Finished() {
+		w.stats.lastFinished.Store(time.Now().UnixNano())
+	}
 	if m := w.metrics; m != nil {
 		i := w.types.index[typ]
 		w.children.jobs[i][o].get(m.jobs, o.String(), typ).Inc()

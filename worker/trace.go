@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"math/rand/v2"
 	"strings"
@@ -45,8 +46,8 @@ func (c messageCarrier) Keys() []string {
 // jobTrace is the trace of one delivery of a job: its span, a child of the
 // producer's when the message carried a valid traceparent. Without a
 // tracer no span is made: sc is the span context that attempts propagate
-// (the producer's, unchanged, or a new trace's). The zero jobTrace (a
-// message handed back unread) has neither.
+// (the producer's, unchanged, or the job's own trace, see newTrace). The
+// zero jobTrace (a message handed back unread) has neither.
 type jobTrace struct {
 	tracer trace.Tracer // nil: spans are not recorded
 	span   trace.Span   // with a tracer only
@@ -66,16 +67,23 @@ func (w *Worker) startJob(id string, headers map[string]string, deliveries int) 
 	}
 	sc := trace.SpanContextFromContext(parent)
 	if !sc.IsValid() {
-		sc = newTrace()
+		sc = newTrace(id)
 	}
 	return jobTrace{sc: sc}
 }
 
-// newTrace returns the span context of a new trace: random, valid ids, not
-// sampled (nothing is recorded without a tracer).
-func newTrace() trace.SpanContext {
+// newTrace returns the span context of a trace of the job with this id:
+// its trace id is derived from the id, so every delivery of the job is in
+// the same trace (the target can group a job's calls by it); the span id
+// is new. Both are valid; not sampled (nothing is recorded without a
+// tracer). An empty id gets a random trace id.
+func newTrace(id string) trace.SpanContext {
 	var tid trace.TraceID
 	var sid trace.SpanID
+	if id != "" {
+		sum := sha256.Sum256([]byte("sluice job trace\x00" + id))
+		copy(tid[:], sum[:])
+	}
 	for !tid.IsValid() {
 		binary.BigEndian.PutUint64(tid[:8], rand.Uint64())
 		binary.BigEndian.PutUint64(tid[8:], rand.Uint64())

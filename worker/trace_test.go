@@ -131,8 +131,8 @@ func checkJobLines(t *testing.T, logs *bytes.Buffer, job, traceID string) {
 }
 
 // TestTraceStartedPerDelivery: a message without trace context (or with an
-// invalid one) gets a new trace, valid and not sampled, the same for every
-// attempt of the delivery and different for each job.
+// invalid one) gets a trace of its own, valid and not sampled, the same for
+// every attempt of the delivery and different for each job.
 func TestTraceStartedPerDelivery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, ct := tracedHarness(t, nil)
@@ -166,6 +166,27 @@ func TestTraceStartedPerDelivery(t *testing.T) {
 			t.Errorf("trace ids %v, want one per job", ids)
 		}
 	})
+}
+
+// TestTraceSamePerJob: without a producer's trace and without a tracer,
+// every delivery of a job is in one trace, derived from the job's message
+// id, so the target can group a job's calls by trace id; each delivery
+// has its own span id, and another job another trace.
+func TestTraceSamePerJob(t *testing.T) {
+	w := &Worker{}
+	first, again, other := w.startJob("a", nil, 1), w.startJob("a", nil, 2), w.startJob("b", nil, 1)
+	if first.traceID() != again.traceID() {
+		t.Errorf("two deliveries of a job in traces %s and %s, want one", first.traceID(), again.traceID())
+	}
+	if first.sc.SpanID() == again.sc.SpanID() {
+		t.Error("two deliveries share a span id")
+	}
+	if first.traceID() == other.traceID() {
+		t.Errorf("jobs a and b share trace %s", first.traceID())
+	}
+	if sc := first.sc; !sc.IsValid() || sc.IsSampled() {
+		t.Errorf("span context %+v, want valid and not sampled", sc)
+	}
 }
 
 // TestTraceFromPubSubClientAttribute: the Pub/Sub client's own attribute

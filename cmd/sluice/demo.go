@@ -71,5 +71,6 @@ Ctrl-C stops the demo cleanly; a second Ctrl-C exits at once.`,
 	fl.Float64Var(&o.Rate, "rate", o.Rate, "initial rate of the whole budget, units per minute (limiter.initial_units_per_minute)")
 	fl.StringVar(&o.SVG, "svg", o.SVG, `chart of the run; "" writes none`)
 	fl.IntVar(&o.NATSPort, "nats-port", -1, "embedded NATS server's port on 127.0.0.1; 0 or -1 for a free one")
+	fl.IntVar(&o.APIPort, "api-port", -1, "the model API's port on 127.0.0.1; 0 or -1 for a free one")
 	return cmd
 }

@@ -167,6 +167,7 @@ func TestDemoFlags(t *testing.T) {
 		{[]string{"--rate", "10"}, "--rate"},
 		{[]string{"--rate", "20000000"}, "--rate"},
 		{[]string{"--nats-port", "70000"}, "--nats-port"},
+		{[]string{"--api-port", "70000"}, "--api-port"},
 		{[]string{"--svg", "/nonexistent/dir/demo.svg"}, "--svg"},
 	} {
 		_, err := testkit.RunCLI(t.Context(), newRootCmd, append([]string{"demo"}, tc.args...)...)
@@ -176,8 +177,8 @@ func TestDemoFlags(t *testing.T) {
 	}
 }
 
-// TestDemoNATSPortTaken: a --nats-port that is taken is an error naming
-// the flag (without it the demo picks a free port, so a NATS server on
+// TestDemoNATSPortTaken: a --nats-port or --api-port that is taken is an
+// error naming the flag (without it the demo picks a free port, so a NATS server on
 // 4222 does not stop it).
 func TestDemoNATSPortTaken(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -192,10 +193,12 @@ func TestDemoNATSPortTaken(t *testing.T) {
 	if err := os.WriteFile(old, []byte("<svg/>"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, svg := range []string{fresh, old} {
-		_, err = testkit.RunCLI(t.Context(), newRootCmd, "demo", "--nats-port", port, "--svg", svg)
-		if err == nil || !strings.Contains(err.Error(), "--nats-port") || !strings.Contains(err.Error(), port) {
-			t.Fatalf("got %v, want an error naming --nats-port and %s", err, port)
+	for _, flag := range []string{"--nats-port", "--api-port"} {
+		for _, svg := range []string{fresh, old} {
+			_, err = testkit.RunCLI(t.Context(), newRootCmd, "demo", flag, port, "--svg", svg)
+			if err == nil || !strings.Contains(err.Error(), flag) || !strings.Contains(err.Error(), port) {
+				t.Fatalf("got %v, want an error naming %s and %s", err, flag, port)
+			}
 		}
 	}
 	// A demo that fails leaves no chart behind, and an older one intact.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -69,29 +70,16 @@ and nothing is in flight (for batch jobs and Kubernetes Jobs).`,
 			if err != nil {
 				return cli.UsageError(err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			sigCtx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			// The announcement of a shutdown by signal; it ends before the
-			// command returns, so nothing is logged after it.
-			finished := make(chan struct{})
-			var announced sync.WaitGroup
-			announced.Go(func() {
-				select {
-				case <-finished:
-				case <-ctx.Done():
-					// From now on the default action applies: a second
-					// signal ends the process at once.
-					stop()
-					if cmd.Context().Err() == nil || cli.StoppedBySignal(cmd.Context()) {
-						log.Info("shutting down; a second signal exits at once")
-					}
+			return untilSignal(sigCtx, stop, func() {
+				if cmd.Context().Err() == nil || cli.StoppedBySignal(cmd.Context()) {
+					log.Info("shutting down; a second signal exits at once")
 				}
+			}, func(ctx context.Context) error {
+				return run.Worker(ctx, cfg, run.Options{Log: log, UI: f.ui, UIListen: f.uiListen, Version: currentVersion(),
+					ExitWhenEmpty: f.exitWhenEmpty})
 			})
-			err = run.Worker(ctx, cfg, run.Options{Log: log, UI: f.ui, UIListen: f.uiListen, Version: currentVersion(),
-				ExitWhenEmpty: f.exitWhenEmpty})
-			close(finished)
-			announced.Wait()
-			return err
 		},
 	}
 	fl := cmd.Flags()
@@ -114,6 +102,31 @@ and nothing is in flight (for batch jobs and Kubernetes Jobs).`,
 	return cmd
 }
 
+// untilSignal runs fn until sigCtx ends (the first signal), and announces
+// the shutdown before fn's context ends: nothing fn logs as it stops comes
+// before the announcement. stop restores the signals' default action, so
+// that a second one ends the process at once. The announcement is not made
+// when fn returns first.
+func untilSignal(sigCtx context.Context, stop func(), announce func(), fn func(context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(sigCtx))
+	defer cancel(nil)
+	finished := make(chan struct{})
+	var watching sync.WaitGroup
+	watching.Go(func() {
+		select {
+		case <-finished:
+		case <-sigCtx.Done():
+			stop()
+			announce()
+			cancel(context.Cause(sigCtx))
+		}
+	})
+	err := fn(ctx)
+	close(finished)
+	watching.Wait()
+	return err
+}
+
 // runConfig loads the config file (or the defaults) and applies the flags
 // set on the command line.
 func runConfig(cmd *cobra.Command, f runFlags) (config.Config, error) {
@@ -126,7 +139,7 @@ func runConfig(cmd *cobra.Command, f runFlags) (config.Config, error) {
 		set := func(flag, path string, fn func()) {
 			if fl.Changed(flag) {
 				fn()
-				delete(c.Lines, path) // a problem with it is the flag's, not the file's line
+				c.SetBy(path, "--"+flag) // a problem with it is the flag's, not the file's line
 			}
 		}
 		set("target", "target.base_url", func() { c.Target.BaseURL = f.target })
@@ -157,15 +170,15 @@ func applySourceFlags(c *config.Config, urlSet bool, url string, dirSet bool, di
 	js := &c.Source.JetStream
 	if urlSet {
 		js.URL = url
-		delete(c.Lines, "source.jetstream.url")
+		c.SetBy("source.jetstream.url", "--nats-url")
 	}
 	if dirSet {
 		js.Embedded.StoreDir = dir
-		delete(c.Lines, "source.jetstream.embedded.store_dir")
+		c.SetBy("source.jetstream.embedded.store_dir", "--data-dir")
 	}
 	if portSet {
 		js.Embedded.Port = port
-		delete(c.Lines, "source.jetstream.embedded.port")
+		c.SetBy("source.jetstream.embedded.port", "--nats-port")
 	}
 	return nil
 }

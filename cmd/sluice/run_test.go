@@ -516,3 +516,38 @@ func loadWithLogs(t *testing.T, file, src string) (config.Config, *slog.Logger, 
 	}
 	return cfg, log, logs
 }
+
+// cancelOn is a slog.Handler that cancels a context when a record with
+// its message is logged.
+type cancelOn struct {
+	msg    string
+	cancel context.CancelFunc
+}
+
+func (h cancelOn) Enabled(context.Context, slog.Level) bool { return true }
+func (h cancelOn) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h cancelOn) WithGroup(string) slog.Handler            { return h }
+func (h cancelOn) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.cancel()
+	}
+	return nil
+}
+
+// A worker stopped while it starts (its source connected, its streams and
+// outputs not yet made) returns nil: a stop is not a failure, whenever it
+// comes (TestRunShareRemembers failed under load with "dead_letters:
+// natsout: stream SLUICE_DEAD: context canceled").
+func TestRunStoppedWhileStarting(t *testing.T) {
+	natsURL := testkit.StartNATS(t)
+	cfg := mustValid(t, e2eConfig(t, natsURL, "http://127.0.0.1:1/"))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	log := slog.New(cancelOn{msg: "nats connected", cancel: cancel})
+	if err := run.Worker(ctx, cfg, run.Options{Log: log}); err != nil {
+		t.Errorf("run.Worker stopped while it started: %v, want nil", err)
+	}
+	if ctx.Err() == nil {
+		t.Fatal("the source never logged that it connected: the test stopped nothing")
+	}
+}

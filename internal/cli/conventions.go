@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/sluicehq/sluice/internal/schema"
@@ -24,7 +25,7 @@ func ApplyConventions(root *cobra.Command) {
 	root.InitDefaultCompletionCmd()
 	root.SetOut(nil)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return UsageError(fmt.Errorf("%w%s", err, flagSuggestion(cmd, err)))
+		return UsageError(fmt.Errorf("%w%s", flagValueError(err), flagSuggestion(cmd, err)))
 	})
 	var walk func(*cobra.Command)
 	walk = func(cmd *cobra.Command) {
@@ -78,6 +79,37 @@ func commandSuggestion(cmd *cobra.Command, arg string) string {
 		}
 	}
 	return fmt.Sprintf("see %q", cmd.CommandPath()+" --help")
+}
+
+// flagKinds says what a value of each of pflag's types must be.
+var flagKinds = map[string]string{
+	"float64": "a number", "float32": "a number",
+	"int": "an integer", "int8": "an integer", "int16": "an integer", "int32": "an integer", "int64": "an integer",
+	"uint": "an integer >= 0", "uint8": "an integer >= 0", "uint16": "an integer >= 0", "uint32": "an integer >= 0", "uint64": "an integer >= 0",
+	"duration": "a duration such as 500ms, 30s or 2m",
+	"bool":     "true or false",
+}
+
+// flagValueError rewrites pflag's error for a value that a flag of a plain
+// type cannot parse ("invalid argument "x" for "--rate" flag:
+// strconv.ParseFloat: parsing "x": invalid syntax") as the flag, the rule
+// and the value: `--rate: must be a number, got "x"`. The errors of the
+// other flags' own types already say what is wrong and are kept.
+func flagValueError(err error) error {
+	var ie *pflag.InvalidValueError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	f := ie.GetFlag()
+	kind, ok := flagKinds[f.Value.Type()]
+	if !ok {
+		return err
+	}
+	msg := fmt.Sprintf("--%s: must be %s, got %q", f.Name, kind, ie.GetValue())
+	if errors.Is(err, strconv.ErrRange) {
+		msg += " (out of range)"
+	}
+	return errors.New(msg)
 }
 
 // flagSuggestion names the flag of cmd closest to an unknown one, as

@@ -47,6 +47,10 @@ type Config struct {
 
 	// Lines maps a field path ("limiter.burst") to the line it was set on.
 	Lines map[string]int `yaml:"-"`
+	// From maps a field path set over the file to where it was set: a
+	// --set argument ("--set worker.max_attempts"), a flag ("--rate") or
+	// an environment variable ("NATS_URL"). See SetBy.
+	From map[string]string `yaml:"-"`
 	// Secrets are values that must never be printed: target header values,
 	// NATS passwords and tokens, and every value taken from the environment.
 	Secrets []string `yaml:"-"`

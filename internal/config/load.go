@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,8 +21,9 @@ type Options struct {
 	// Lookup reads an environment variable; nil is os.LookupEnv.
 	Lookup func(string) (string, bool)
 	// Adjust runs after decoding and before the checks: the command-line
-	// flags that replace the file's values. It should delete the Lines of
-	// what it sets (a problem with it is the flag's, not the file's line).
+	// flags that replace the file's values. It should call Config.SetBy
+	// for what it sets (a problem with it is the flag's, not the file's
+	// line).
 	Adjust func(*Config) error
 	// Set are --set arguments, "key.path=value", applied over the file
 	// and the environment's overrides (NATS_URL, GOOGLE_CLOUD_PROJECT) and
@@ -92,6 +94,10 @@ func Parse(data []byte, o Options) (Config, error) {
 		}
 		errs = append(errs, schema.Decode("", tree, &cfg, cfg.Lines))
 	}
+	for _, ov := range ovs {
+		// The key may be the file's, and keep its line: the value is not.
+		cfg.SetBy(strings.Join(ov.path, "."), ov.from)
+	}
 	for _, v := range cfg.Target.Headers {
 		cfg.Secrets = append(cfg.Secrets, v)
 	}
@@ -113,11 +119,14 @@ func Parse(data []byte, o Options) (Config, error) {
 }
 
 // Problem is one config value that breaks a rule: its path in the file, the
-// rule, and the line it was set on (0 when it was not set in the file).
+// rule, and where the value was set: the line of the file (0 when it was
+// not set in the file), or what set it over the file (From: a flag, a
+// --set argument, an environment variable).
 type Problem struct {
 	Field  string
 	Reason string
 	Line   int
+	From   string
 }
 
 func (p *Problem) Error() string {
@@ -125,28 +134,94 @@ func (p *Problem) Error() string {
 	if p.Field == "" {
 		msg = "config: " + p.Reason
 	}
-	if p.Line > 0 {
+	switch {
+	case p.From != "":
+		msg += " (from " + p.From + ")"
+	case p.Line > 0:
 		msg += fmt.Sprintf(" (line %d)", p.Line)
 	}
 	return msg
 }
 
-// problems turns the field errors of err into Problems with their lines,
-// with every secret redacted.
+// problems turns the field errors of err into Problems with where each
+// value was set, with every secret redacted. They are in the order of the
+// file's lines, those set elsewhere last; a problem whose rule names
+// another field that has a problem of its own is left out: it follows
+// from that one (an unknown source.kind makes the dead letters' kind
+// "nats" wrong too).
 func (c *Config) problems(err error) error {
-	list := field.Flatten(err)
+	list := dropFollowOns(field.Flatten(err))
 	if len(list) == 0 {
 		return nil
 	}
-	out := make([]error, len(list))
+	ps := make([]*Problem, len(list))
 	for i, fe := range list {
-		out[i] = &Problem{
-			Field:  fe.Field,
-			Reason: redact(fe.Reason, c.Secrets),
-			Line:   schema.Lines(c.Lines).LineOf(fe.Field),
+		line, from := c.origin(fe.Field)
+		ps[i] = &Problem{Field: fe.Field, Reason: redact(fe.Reason, c.Secrets), Line: line, From: from}
+	}
+	slices.SortStableFunc(ps, func(a, b *Problem) int {
+		switch {
+		case a.Line == b.Line:
+			return 0
+		case a.Line == 0:
+			return 1
+		case b.Line == 0:
+			return -1
 		}
+		return a.Line - b.Line
+	})
+	out := make([]error, len(ps))
+	for i, p := range ps {
+		out[i] = p
 	}
 	return errors.Join(out...)
+}
+
+// dropFollowOns leaves out each problem whose reason names the field of
+// another problem, by its path or, in the same section, by its key, when
+// that one does not name it back.
+func dropFollowOns(list []*field.Error) []*field.Error {
+	names := func(a, b *field.Error) bool { // a's reason names b's field
+		if a.Field == b.Field || b.Field == "" {
+			return false
+		}
+		if mentions(a.Reason, b.Field) {
+			return true
+		}
+		i, j := strings.LastIndexByte(a.Field, '.'), strings.LastIndexByte(b.Field, '.')
+		return i >= 0 && i == j && a.Field[:i] == b.Field[:j] && mentions(a.Reason, b.Field[j+1:])
+	}
+	var out []*field.Error
+next:
+	for _, a := range list {
+		for _, b := range list {
+			if names(a, b) && !names(b, a) {
+				continue next
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// mentions reports whether s holds name as a whole word: not inside a
+// longer key or path.
+func mentions(s, name string) bool {
+	word := func(c byte) bool {
+		return c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	for i := 0; ; {
+		k := strings.Index(s[i:], name)
+		if k < 0 {
+			return false
+		}
+		k += i
+		end := k + len(name)
+		if (k == 0 || !word(s[k-1])) && (end == len(s) || !word(s[end])) {
+			return true
+		}
+		i = k + 1
+	}
 }
 
 // ShownTarget is target.base_url as logs show it: "[redacted]" when a value

@@ -124,6 +124,42 @@ func (o override) apply(doc *yaml.Node) {
 	}
 }
 
+// SetBy records that the value at path, and everything under it, was set
+// over the file by from (a flag such as "--rate", "--set key.path", an
+// environment variable): a problem with it names from, not a line of the
+// file.
+func (c *Config) SetBy(path, from string) {
+	for p := range c.Lines {
+		if p == path || strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
+			delete(c.Lines, p)
+		}
+	}
+	if c.From == nil {
+		c.From = map[string]string{}
+	}
+	c.From[path] = from
+}
+
+// origin returns where the value at path, or its nearest parent that was
+// set, came from: a line of the file, or what set it over the file
+// (SetBy). Both are zero when none was set.
+func (c *Config) origin(path string) (line int, from string) {
+	for p := path; p != ""; {
+		if f, ok := c.From[p]; ok {
+			return 0, f
+		}
+		if n, ok := c.Lines[p]; ok {
+			return n, ""
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return 0, ""
+}
+
 // noLines clears the line numbers of n and its children: a value set over
 // the file was not written on any of its lines.
 func noLines(n *yaml.Node) {

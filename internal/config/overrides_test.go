@@ -55,3 +55,68 @@ func TestSetErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestOverrideNamesItsOrigin: a problem with a value set over the file
+// names the --set argument or the variable that set it, never the line
+// where the file set the key to another value.
+func TestOverrideNamesItsOrigin(t *testing.T) {
+	file := []byte("target:\n  base_url: http://127.0.0.1:9\nworker:\n  max_attempts: 4\nsource:\n  jetstream:\n    url: nats://127.0.0.1:4222\n")
+	env := func(k string) (string, bool) {
+		if k == "NATS_URL" {
+			return "not a url", true
+		}
+		return "", false
+	}
+	_, err := config.Parse(file, config.Options{Lookup: env, Set: []string{"worker.max_attempts=0"}})
+	got := ""
+	if err != nil {
+		got = err.Error()
+	}
+	for _, want := range []string{
+		"config: worker.max_attempts: must be > 0, got 0 (from --set worker.max_attempts)",
+		`(from NATS_URL)`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("got\n%s\nwant a line with %q", got, want)
+		}
+	}
+	if strings.Contains(got, "line") {
+		t.Errorf("got\n%s\nwant no line of the file: the file's values are not the ones refused", got)
+	}
+
+	// A flag's value, set by Adjust: the flag.
+	_, err = config.Parse(file, config.Options{Adjust: func(c *config.Config) error {
+		c.Worker.MaxAttempts = 0
+		c.SetBy("worker.max_attempts", "--max-attempts")
+		return nil
+	}})
+	if err == nil || err.Error() != "config: worker.max_attempts: must be > 0, got 0 (from --max-attempts)" {
+		t.Errorf("a flag's value: %v", err)
+	}
+}
+
+// TestProblemsInLineOrder: the problems come in the order of the file's
+// lines, and a problem that only follows from another one is left out.
+func TestProblemsInLineOrder(t *testing.T) {
+	file := []byte(`log:
+  level: verbose
+target:
+  base_url: http://127.0.0.1:8080
+limiter:
+  max_units_per_minute: -5
+  burst: -1s
+worker:
+  max_in_flight: 0
+source:
+  kind: jetstrem
+`)
+	_, err := config.Parse(file, config.Options{Lookup: func(string) (string, bool) { return "", false }})
+	want := `config: log.level: must be "debug", "info", "warn" or "error", got "verbose" (line 2)
+config: limiter.max_units_per_minute: must be > 0, got -5 (line 6)
+config: limiter.burst: must be >= 0, got -1s (line 7)
+config: worker.max_in_flight: must be > 0, got 0 (line 9)
+config: source.kind: must be "jetstream" or "pubsub", got "jetstrem" (line 11)`
+	if err == nil || err.Error() != want {
+		t.Errorf("got\n%v\nwant\n%s", err, want)
+	}
+}

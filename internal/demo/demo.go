@@ -17,7 +17,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -66,6 +68,7 @@ type Options struct {
 	Rate     float64 // initial rate of the whole budget, units per minute
 	SVG      string  // chart path; "" writes none
 	NATSPort int     // 0 or -1: a free port
+	APIPort  int     // the model API's port on 127.0.0.1; 0 or -1: a free port
 	// Sample is the interval between two samples of the chart and two
 	// refreshes of the progress on a terminal. Default 1s.
 	Sample time.Duration
@@ -103,6 +106,9 @@ func (o Options) Validate() error {
 	}
 	if o.NATSPort < -1 || o.NATSPort > 65535 {
 		errs = append(errs, fmt.Errorf("--nats-port: must be from 1 to 65535, or 0 or -1 for a free port, got %d", o.NATSPort))
+	}
+	if o.APIPort < -1 || o.APIPort > 65535 {
+		errs = append(errs, fmt.Errorf("--api-port: must be from 1 to 65535, or 0 or -1 for a free port, got %d", o.APIPort))
 	}
 	return errors.Join(errs...)
 }
@@ -182,7 +188,7 @@ func Run(ctx context.Context, o Options, out io.Writer, width int) (Report, erro
 		return rep, err
 	}
 	defer ns.Shutdown()
-	api, apiURL, stopAPI, err := startAPI(o.Quota)
+	api, apiURL, stopAPI, err := startAPI(o.Quota, o.APIPort)
 	if err != nil {
 		return rep, err
 	}
@@ -289,9 +295,9 @@ func startQueue(dir string, port int) (*natsjs.Server, error) {
 	return ns, nil
 }
 
-// startAPI serves the model API with its hidden quota on a free port; the
-// returned function stops it.
-func startAPI(quota float64) (*sim.Server, string, func(), error) {
+// startAPI serves the model API with its hidden quota on port of
+// 127.0.0.1 (0 or -1: a free one); the returned function stops it.
+func startAPI(quota float64, port int) (*sim.Server, string, func(), error) {
 	costs := map[string]float64{}
 	for _, t := range demoJobTypes {
 		costs[t.name] = t.cost
@@ -302,8 +308,11 @@ func startAPI(quota float64) (*sim.Server, string, func(), error) {
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("demo: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(max(port, 0))))
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, "", nil, fmt.Errorf("--api-port: 127.0.0.1:%d is in use; leave --api-port out for a free port", port)
+	case err != nil:
 		return nil, "", nil, fmt.Errorf("demo: model API: %w", err)
 	}
 	hs := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}

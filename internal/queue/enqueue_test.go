@@ -165,5 +165,6 @@ func TestStatusPortInUse(t *testing.T) {
 func statusOnce(ctx context.Context, cfg config.Source, asJSON bool, stdout, stderr io.Writer) error {
 	c := config.Default()
 	c.Source = cfg
+	c.Metrics.Listen = config.OpsListenOff // no worker of this machine answers
 	return Status(ctx, c, StatusOptions{JSON: asJSON, Interval: 2 * time.Second}, stdout, stderr)
 }

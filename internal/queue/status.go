@@ -48,17 +48,18 @@ func Status(ctx context.Context, cfg config.Config, o StatusOptions, stdout, std
 			if !o.JSON {
 				fmt.Fprintf(stdout, "%s\n", s.at.Format(time.TimeOnly))
 			}
-			return printStatus(stdout, s.st, p, o.JSON, nil)
+			return printStatus(stdout, s.st, p, o.JSON, nil, readWorker(ctx, cfg))
 		})
 	}
 	s, p, err := measureStatus(ctx, read, o.Interval)
 	if err != nil {
 		return err
 	}
+	ws := readWorker(ctx, cfg)
 	if !o.JSON {
 		// The queue's table first: it stands even if the members cannot
 		// be listed.
-		if err := printStatus(stdout, s.st, p, false, nil); err != nil {
+		if err := printStatus(stdout, s.st, p, false, nil, ws); err != nil {
 			return err
 		}
 	}
@@ -69,7 +70,17 @@ func Status(ctx context.Context, cfg config.Config, o StatusOptions, stdout, std
 	if !o.JSON {
 		return members.Print(stdout)
 	}
-	return printStatus(stdout, s.st, p, true, members)
+	return printStatus(stdout, s.st, p, true, members, ws)
+}
+
+// readWorker asks the worker on cfg's metrics.listen, on this machine, for
+// its state; nil when none answers (status then shows the queue alone).
+func readWorker(ctx context.Context, cfg config.Config) *run.WorkerState {
+	ws, err := run.ReadWorkerState(ctx, cfg.Metrics)
+	if err != nil {
+		return nil
+	}
+	return ws
 }
 
 func isTerminal(w io.Writer) bool {
@@ -97,21 +108,25 @@ func readStats(ctx context.Context, src sources.Source, kind string) (sources.St
 // StatusReport is the output of status --json; dead_letters is null when the
 // source cannot tell, done when it cannot count them, throughput and eta
 // when they were not measured; members is there only when
-// limiter.share.mode is members or leases.
+// limiter.share.mode is members or leases; worker only when a worker
+// answered on the config's metrics.listen.
 type StatusReport struct {
-	Pending     int64           `json:"pending"`
-	AckPending  int64           `json:"ack_pending"`
-	Redelivered int64           `json:"redelivered"`
-	DeadLetters *int64          `json:"dead_letters"`
-	Done        *int64          `json:"done,omitempty"`
-	Throughput  *float64        `json:"throughput_per_second,omitempty"`
-	ETA         *float64        `json:"eta_seconds,omitempty"`
-	Share       *run.MemberList `json:"share,omitempty"`
+	Pending     int64            `json:"pending"`
+	AckPending  int64            `json:"ack_pending"`
+	Redelivered int64            `json:"redelivered"`
+	DeadLetters *int64           `json:"dead_letters"`
+	Done        *int64           `json:"done,omitempty"`
+	Throughput  *float64         `json:"throughput_per_second,omitempty"`
+	ETA         *float64         `json:"eta_seconds,omitempty"`
+	Share       *run.MemberList  `json:"share,omitempty"`
+	Worker      *run.WorkerState `json:"worker,omitempty"`
 }
 
-func printStatus(w io.Writer, st sources.Stats, p drainProgress, asJSON bool, members *run.MemberList) error {
+// printStatus prints the queue's state st, the drain's progress p and, when
+// one answered, the state of the worker on metrics.listen ws.
+func printStatus(w io.Writer, st sources.Stats, p drainProgress, asJSON bool, members *run.MemberList, ws *run.WorkerState) error {
 	if asJSON {
-		out := StatusReport{Pending: st.Pending, AckPending: st.AckPending, Redelivered: st.Redelivered, Share: members}
+		out := StatusReport{Pending: st.Pending, AckPending: st.AckPending, Redelivered: st.Redelivered, Share: members, Worker: ws}
 		if st.DeadLetters >= 0 {
 			out.DeadLetters = &st.DeadLetters
 		}
@@ -140,18 +155,34 @@ func printStatus(w io.Writer, st sources.Stats, p drainProgress, asJSON bool, me
 		"redelivered", st.Redelivered,
 		"dead letters", dead,
 		"done", done)
+	if err == nil && ws != nil {
+		_, err = fmt.Fprintf(w, "%-24s %s\n", "worker "+ws.ID, workerLine(ws, time.Now()))
+	}
 	if err != nil || !p.measured {
 		return err
 	}
-	eta := "unknown (not draining)"
+	eta := "unknown (" + strconv.FormatInt(st.AckPending, 10) + " unsettled, none done)"
 	switch {
 	case p.eta == 0:
 		eta = "0s (drained)"
 	case p.eta > 0:
 		eta = FormatDuration(p.eta)
+	case ws != nil && ws.Paused:
+		eta = "unknown (paused)"
 	}
 	_, err = fmt.Fprintf(w, "%-24s %10s\n%-24s %10s\n", "throughput", strconv.FormatFloat(p.rate, 'f', 1, 64)+"/s", "eta", eta)
 	return err
+}
+
+// workerLine says what the worker ws is doing at now: paused (until when)
+// or running, and the jobs it holds.
+func workerLine(ws *run.WorkerState, now time.Time) string {
+	held := strconv.FormatInt(ws.InFlight, 10) + " in flight"
+	if !ws.Paused {
+		return "running at " + strconv.FormatFloat(ws.Rate, 'f', 0, 64) + " units/min, " + held
+	}
+	left := max(ws.PausedUntil.Sub(now), 0).Round(100 * time.Millisecond)
+	return fmt.Sprintf("paused by the API until %s (%s left), %s", ws.PausedUntil.Local().Format(time.TimeOnly), FormatDuration(left), held)
 }
 
 // FormatDuration prints a duration in seconds with one decimal, or in whole

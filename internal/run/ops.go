@@ -42,10 +42,11 @@ const (
 // `sluice run --ui`, the live page (ui.go).
 type opsConfig struct {
 	config.Metrics
-	ui       bool      // `sluice run --ui`: serve the live page at /ui/ (ui.go)
-	uiListen string    // `sluice run --ui-listen`: serve it there instead
-	live     *livePage // the live page's source, set by withUI when ui is on
-	version  string    // of sluice, for the index page
+	ui       bool               // `sluice run --ui`: serve the live page at /ui/ (ui.go)
+	uiListen string             // `sluice run --ui-listen`: serve it there instead
+	live     *livePage          // the live page's source, set by withUI when ui is on
+	state    func() WorkerState // GET /state; nil: not served
+	version  string             // of sluice, for the index page
 }
 
 // LoopbackListen reports whether a listen address binds only to the
@@ -62,31 +63,91 @@ func LoopbackListen(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// serveOps serves the runtime endpoints on cfg.Listen until ctx is done, then
-// shuts the server down and returns nil. It returns at once with nil when
-// cfg.Listen is "off", and with an error naming metrics.listen when the
-// address cannot be bound. It is meant to run in the command's errgroup:
+// opsListeners are the addresses that a run serves, bound before anything
+// else is opened: a second sluice on the same port fails before it says it
+// runs or pulls a job.
+type opsListeners struct {
+	ops net.Listener // metrics.listen; nil when "off"
+	ui  net.Listener // --ui-listen; nil when the page is not on its own address
+}
+
+// bindOps binds metrics.listen and, with --ui-listen, the live page's own
+// address, and logs where each is served. Each error names the option or
+// flag of the address. It returns no listeners and no error when ctx ended
+// first.
+func bindOps(ctx context.Context, cfg opsConfig, log *slog.Logger) (opsListeners, error) {
+	var l opsListeners
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if ctx.Err() != nil {
+		return l, nil // stopped before it started
+	}
+	if cfg.Listen != config.OpsListenOff {
+		ln, err := listen(ctx, cfg.Listen, "metrics.listen")
+		if err != nil || ln == nil {
+			return l, err
+		}
+		l.ops = ln
+		if !LoopbackListen(cfg.Listen) {
+			log.Warn("ops endpoints are reachable from other hosts", "addr", ln.Addr().String(), "pprof", cfg.Pprof)
+		}
+		log.Info("ops endpoints listening", "addr", ln.Addr().String(), "pprof", cfg.Pprof)
+		if cfg.ui && cfg.uiListen == "" {
+			log.Info("live page listening", "addr", ln.Addr().String(), "url", pageURL(ln.Addr(), uiPrefix+"/"))
+		}
+	}
+	if cfg.ui && cfg.uiListen != "" {
+		ln, err := listen(ctx, cfg.uiListen, "--ui-listen")
+		if err != nil || ln == nil {
+			l.close()
+			return opsListeners{}, err
+		}
+		l.ui = ln
+		log.Info("live page listening", "addr", ln.Addr().String(), "url", pageURL(ln.Addr(), uiPrefix+"/"))
+	}
+	return l, nil
+}
+
+// close closes the listeners that were not served.
+func (l opsListeners) close() {
+	for _, ln := range []net.Listener{l.ops, l.ui} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
+// pageURL is the URL of path on addr, as a person on this machine opens
+// it: an address that binds every interface is reached on localhost.
+func pageURL(addr net.Addr, path string) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + path
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + path
+}
+
+// serveOps serves the runtime endpoints on ln, bound by bindOps, until ctx
+// is done, then shuts the server down and returns nil. It returns at once
+// with nil when ln is nil (metrics.listen "off"). It is meant to run in the
+// command's errgroup:
 //
-//	g.Go(func() error { return serveOps(ctx, cfg.Metrics, reg, ready, log) })
+//	g.Go(func() error { return serveOps(ctx, lns.ops, ops, reg, ready, log) })
 //
 // ready decides /readyz: nil means ready. It is called on each request, with
 // a deadline, and its error is shown to the caller, so it must not carry
 // secrets.
-func serveOps(ctx context.Context, cfg opsConfig, g prometheus.Gatherer, ready func(context.Context) error, log *slog.Logger) error {
-	if cfg.Listen == config.OpsListenOff {
+func serveOps(ctx context.Context, ln net.Listener, cfg opsConfig, g prometheus.Gatherer, ready func(context.Context) error, log *slog.Logger) error {
+	if ln == nil {
 		return nil
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ln, err := listen(ctx, cfg.Listen, "metrics.listen")
-	if err != nil || ln == nil {
-		return err
-	}
-	if !LoopbackListen(cfg.Listen) {
-		log.Warn("ops endpoints are reachable from other hosts", "addr", ln.Addr().String(), "pprof", cfg.Pprof)
-	}
-	log.Info("ops endpoints listening", "addr", ln.Addr().String(), "pprof", cfg.Pprof)
 	return ServeHTTP(ctx, ln, opsHandler(cfg, g, ready, log), log, "metrics.listen")
 }
 
@@ -178,12 +239,18 @@ func opsHandler(cfg opsConfig, g prometheus.Gatherer, ready func(context.Context
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
+	if cfg.state != nil {
+		mux.HandleFunc("GET /state", serveState(cfg.state))
+	}
 	if cfg.uiListen == "" {
 		mountUI(mux, cfg, log)
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "sluice "+cfg.version+"\n/metrics\n/healthz\n/readyz\n")
+		if cfg.state != nil {
+			io.WriteString(w, "/state\n")
+		}
 		if cfg.Pprof {
 			io.WriteString(w, "/debug/pprof/\n")
 		}

@@ -1,11 +1,13 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -304,16 +306,20 @@ func (h addrHandler) Handle(_ context.Context, r slog.Record) error {
 func TestServeOpsLifecycle(t *testing.T) {
 	h := addrHandler{addr: make(chan string, 1), warns: new(atomic.Int32)}
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- serveOps(ctx, opsConfig{Metrics: config.Metrics{Listen: "127.0.0.1:0"}}, prometheus.NewRegistry(), nil, slog.New(h))
-	}()
+	cfg := opsConfig{Metrics: config.Metrics{Listen: "127.0.0.1:0"}}
+	lns, err := bindOps(ctx, cfg, slog.New(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bound, and said so, before it serves.
 	var addr string
 	select {
 	case addr = <-h.addr:
-	case err := <-done:
-		t.Fatalf("serveOps returned early: %v", err)
+	default:
+		t.Fatal("bindOps did not log the address it bound")
 	}
+	done := make(chan error, 1)
+	go func() { done <- serveOps(ctx, lns.ops, cfg, prometheus.NewRegistry(), nil, slog.New(h)) }()
 	if host, _, _ := net.SplitHostPort(addr); host != "127.0.0.1" {
 		t.Errorf("bound %s, want 127.0.0.1", addr)
 	}
@@ -324,10 +330,16 @@ func TestServeOpsLifecycle(t *testing.T) {
 		t.Errorf("%d warnings for a loopback address", n)
 	}
 
-	// A second server on the same address fails, naming the field.
-	err := serveOps(t.Context(), opsConfig{Metrics: config.Metrics{Listen: addr}}, prometheus.NewRegistry(), nil, nil)
+	// A second bind of the same address fails, naming the field.
+	_, err = bindOps(t.Context(), opsConfig{Metrics: config.Metrics{Listen: addr}}, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "metrics.listen: ") {
 		t.Errorf("second bind: %v, want a metrics.listen error", err)
+	}
+	// And so does the live page's own address, naming its flag, with
+	// nothing left bound.
+	_, err = bindOps(t.Context(), opsConfig{Metrics: config.Metrics{Listen: "127.0.0.1:0"}, ui: true, uiListen: addr}, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "--ui-listen: ") {
+		t.Errorf("--ui-listen on a port in use: %v, want a --ui-listen error", err)
 	}
 
 	cancel()
@@ -340,17 +352,53 @@ func TestServeOpsLifecycle(t *testing.T) {
 	}
 }
 
-func TestServeOpsCanceledBeforeStart(t *testing.T) {
+// The live page's URL is logged where it is bound, on metrics.listen or
+// on its own address; an address of every interface is opened on
+// localhost.
+func TestBindOpsLogsThePageURL(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  opsConfig
+		want string // the URL's prefix
+	}{
+		{"metrics.listen", opsConfig{Metrics: config.Metrics{Listen: "127.0.0.1:0"}, ui: true}, "http://127.0.0.1:"},
+		{"--ui-listen", opsConfig{Metrics: config.Metrics{Listen: "off"}, ui: true, uiListen: "127.0.0.1:0"}, "http://127.0.0.1:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			lns, err := bindOps(t.Context(), tc.cfg, slog.New(slog.NewTextHandler(&buf, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lns.close()
+			out := buf.String()
+			if !strings.Contains(out, `msg="live page listening"`) || !strings.Contains(out, "url="+tc.want) || !strings.Contains(out, "/ui/\n") {
+				t.Errorf("log:\n%s\nwant the live page's URL, %s…/ui/", out, tc.want)
+			}
+		})
+	}
+	if got := pageURL(&net.TCPAddr{IP: net.IPv6unspecified, Port: 9464}, "/ui/"); got != "http://localhost:9464/ui/" {
+		t.Errorf("pageURL of [::]:9464 = %s", got)
+	}
+}
+
+func TestBindOpsCanceledBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := serveOps(ctx, opsConfig{Metrics: config.Metrics{Listen: "127.0.0.1:0"}}, prometheus.NewRegistry(), nil, nil); err != nil {
-		t.Fatalf("serveOps on a done context: %v, want nil", err)
+	lns, err := bindOps(ctx, opsConfig{Metrics: config.Metrics{Listen: "127.0.0.1:0"}}, nil)
+	if err != nil || lns.ops != nil {
+		t.Fatalf("bindOps on a done context: %v, %v, want nothing bound and no error", lns.ops, err)
 	}
 }
 
 func TestServeOpsOff(t *testing.T) {
-	// "off" returns at once, even though ctx is never cancelled.
-	if err := serveOps(t.Context(), opsConfig{Metrics: config.Metrics{Listen: "off"}}, prometheus.NewRegistry(), nil, nil); err != nil {
+	// "off" binds nothing, and serving nothing returns at once, even
+	// though ctx is never cancelled.
+	lns, err := bindOps(t.Context(), opsConfig{Metrics: config.Metrics{Listen: "off"}}, nil)
+	if err != nil || lns.ops != nil {
+		t.Fatalf("off: %v, %v", lns.ops, err)
+	}
+	if err := serveOps(t.Context(), lns.ops, opsConfig{Metrics: config.Metrics{Listen: "off"}}, prometheus.NewRegistry(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -458,3 +506,27 @@ func (plainSource) Publish(ctx context.Context, m sources.Outgoing) error {
 	return errors.New("not used")
 }
 func (plainSource) Close() error { return nil }
+
+// GET /state answers the worker's own state, and ReadWorkerState reads
+// it from metrics.listen; nothing to ask gives nil.
+func TestWorkerState(t *testing.T) {
+	until := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	want := WorkerState{ID: "w1", InFlight: 64, Paused: true, PausedUntil: until, Rate: 600}
+	srv := httptest.NewServer(opsHandler(opsConfig{state: func() WorkerState { return want }}, prometheus.NewRegistry(), nil, nil))
+	defer srv.Close()
+	got, err := ReadWorkerState(t.Context(), config.Metrics{Listen: strings.TrimPrefix(srv.URL, "http://")})
+	if err != nil || got == nil || *got != want {
+		t.Fatalf("ReadWorkerState = %+v, %v, want %+v", got, err, want)
+	}
+	for _, listen := range []string{"off", "127.0.0.1:0"} {
+		if got, err := ReadWorkerState(t.Context(), config.Metrics{Listen: listen}); got != nil || err != nil {
+			t.Errorf("metrics.listen %s: %+v, %v, want nothing asked", listen, got, err)
+		}
+	}
+	// A server that is not a sluice worker (no /state): nothing.
+	other := httptest.NewServer(http.NotFoundHandler())
+	defer other.Close()
+	if got, err := ReadWorkerState(t.Context(), config.Metrics{Listen: strings.TrimPrefix(other.URL, "http://")}); got != nil || err != nil {
+		t.Errorf("not a worker: %+v, %v", got, err)
+	}
+}

@@ -7,6 +7,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -63,8 +64,19 @@ func (p Probe) Worker() worker.Stats { return p.w.Stats() }
 
 // Worker runs one worker as cfg says until ctx is done and every job it
 // held is settled. cfg is checked first, as `config validate` checks it,
-// before anything is opened.
+// before anything is opened; then metrics.listen (and --ui-listen) are
+// bound, before the source is opened, so a port in use stops the run
+// before it says it runs or pulls a job. A ctx that ends while the worker
+// starts is a stop, not a failure: Worker returns nil.
 func Worker(ctx context.Context, cfg config.Config, o Options) error {
+	err := startWorker(ctx, cfg, o)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil // stopped while it was opening the source or the outputs
+	}
+	return err
+}
+
+func startWorker(ctx context.Context, cfg config.Config, o Options) error {
 	if err := cfg.Check(true); err != nil {
 		return err
 	}
@@ -76,6 +88,12 @@ func Worker(ctx context.Context, cfg config.Config, o Options) error {
 	}
 	o.UI = o.UI || o.UIListen != ""
 	log := o.Log
+	ops := opsConfig{Metrics: cfg.Metrics, ui: o.UI, uiListen: o.UIListen, version: o.Version}
+	lns, err := bindOps(ctx, ops, log)
+	if err != nil || ctx.Err() != nil {
+		return err // nil when stopped before it started
+	}
+	defer lns.close() // ServeHTTP closes them too; a second Close is harmless
 	src, js, err := openRunSource(ctx, cfg.Source, log)
 	if err != nil {
 		return err
@@ -122,7 +140,8 @@ func Worker(ctx context.Context, cfg config.Config, o Options) error {
 	if o.Started != nil {
 		o.Started(Probe{lim: lim, w: w})
 	}
-	return serve(ctx, cfg, o, running{src: src, lim: lim, w: w, share: share, runShare: runShare, target: cfg.ShownTarget(hc)})
+	return serve(ctx, cfg, o, running{src: src, lim: lim, w: w, share: share, runShare: runShare, target: cfg.ShownTarget(hc),
+		ops: ops, lns: lns})
 }
 
 // running is what serve runs beside the worker.
@@ -133,6 +152,8 @@ type running struct {
 	share    *shareRun
 	runShare func(context.Context) error
 	target   string // the target as the logs may show it
+	ops      opsConfig
+	lns      opsListeners // bound before anything was opened
 }
 
 // serve runs the worker, its share of the budget, the saturation gauge and
@@ -147,8 +168,9 @@ func serve(ctx context.Context, cfg config.Config, o Options, r running) error {
 	log.Info("sluice running", "source", cfg.Source.Kind, "target", r.target,
 		"max_in_flight", wcfg.MaxInFlight, "units_per_minute", cfg.Limiter.InitialUnitsPerMinute,
 		"limiter", !cfg.Limiter.Disabled, "worker_id", wcfg.ID)
-	ops := opsConfig{Metrics: cfg.Metrics, ui: o.UI, uiListen: o.UIListen, version: o.Version}
-	ops = withUI(ops, Probe{lim: r.lim, w: r.w}, r.src, r.share, wcfg.ID)
+	probe := Probe{lim: r.lim, w: r.w}
+	ops := withUI(r.ops, probe, r.src, r.share, wcfg.ID)
+	ops.state = func() WorkerState { return workerState(probe, wcfg.ID) }
 	// The worker may end first (ExitWhenEmpty): the rest stops with it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -158,12 +180,12 @@ func serve(ctx context.Context, cfg config.Config, o Options, r running) error {
 		sat.Poll(gctx, time.Second, func() int { return r.lim.Stats().Queue })
 		return nil
 	})
-	g.Go(func() error { return serveUI(gctx, ops, log) })
+	g.Go(func() error { return serveUI(gctx, r.lns.ui, ops, log) })
 	g.Go(func() error {
 		ready := allReady(sourceReady(r.src), targetResolves(cfg.Target.BaseURL, nil),
 			targetAnswers(func() worker.TargetHealth { return r.w.Stats().Target }, cfg.Ops.TargetUnreadyAfter, time.Now),
 			r.share.fleetReady)
-		return serveOps(gctx, ops, o.Registry, ready, log)
+		return serveOps(gctx, r.lns.ops, ops, o.Registry, ready, log)
 	})
 	g.Go(func() error {
 		err := r.w.Run(gctx)

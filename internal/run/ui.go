@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -38,17 +39,13 @@ func CheckUI(ui bool, uiListen string, ops config.Metrics) error {
 	return nil
 }
 
-// serveUI serves the live page alone on ops.uiListen until ctx is done;
-// it returns nil at once when the page is not on its own address.
-func serveUI(ctx context.Context, ops opsConfig, log *slog.Logger) error {
-	if ops.uiListen == "" || ops.live == nil {
+// serveUI serves the live page alone on ln, the --ui-listen address bound
+// by bindOps, until ctx is done; it returns nil at once when ln is nil (the
+// page is not on its own address).
+func serveUI(ctx context.Context, ln net.Listener, ops opsConfig, log *slog.Logger) error {
+	if ln == nil || ops.live == nil {
 		return nil
 	}
-	ln, err := listen(ctx, ops.uiListen, "--ui-listen")
-	if err != nil || ln == nil {
-		return err
-	}
-	log.Info("live page listening", "addr", ln.Addr().String(), "path", uiPrefix+"/")
 	mux := http.NewServeMux()
 	mountUI(mux, ops, log)
 	return ServeHTTP(ctx, ln, mux, log, "--ui-listen")
