@@ -52,22 +52,7 @@ func TestRunNoSecretsEchoed(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	natsURL := testkit.StartNATS(t)
-	echo := func(w http.ResponseWriter, r *http.Request) {
-		var hs []string
-		for k, v := range r.Header {
-			hs = append(hs, k+": "+strings.Join(v, ","))
-		}
-		seen := r.URL.RequestURI() + " " + r.URL.Path + " " + r.URL.RawQuery + " " + strings.Join(hs, "; ")
-		j, _ := json.Marshal(seen)
-		status := http.StatusNotFound
-		if strings.Contains(r.URL.Path, "hooks") {
-			status = http.StatusBadRequest
-		}
-		w.WriteHeader(status)
-		// As is, JSON as Go writes it, and JSON as PHP writes it.
-		fmt.Fprintf(w, "%s\n%s\n%s\n", seen, j, strings.ReplaceAll(string(j), "/", `\/`))
-	}
-	target := httptest.NewServer(http.HandlerFunc(echo))
+	target := httptest.NewServer(http.HandlerFunc(echoSecrets))
 	defer target.Close()
 
 	dir := t.TempDir()
@@ -212,4 +197,23 @@ func liveFrame(t *testing.T, u string) string {
 			return line
 		}
 	}
+}
+
+// echoSecrets answers every call with what it received (path, query and
+// headers) in a 404 body (a 400 for a webhook path), as it is, as JSON
+// and as PHP's JSON encoder escapes it.
+func echoSecrets(w http.ResponseWriter, r *http.Request) {
+	var hs []string
+	for k, v := range r.Header {
+		hs = append(hs, k+": "+strings.Join(v, ","))
+	}
+	seen := r.URL.RequestURI() + " " + r.URL.Path + " " + r.URL.RawQuery + " " + strings.Join(hs, "; ")
+	j, _ := json.Marshal(seen)
+	status := http.StatusNotFound
+	if strings.Contains(r.URL.Path, "hooks") {
+		status = http.StatusBadRequest
+	}
+	w.WriteHeader(status)
+	// As is, JSON as Go writes it, and JSON as PHP writes it.
+	fmt.Fprintf(w, "%s\n%s\n%s\n", seen, j, strings.ReplaceAll(string(j), "/", `\/`))
 }
