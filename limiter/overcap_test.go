@@ -78,3 +78,44 @@ func TestFallbackCapsRetryAfter(t *testing.T) {
 		t.Errorf("hold %v, want 51s (w + max_pause)", hold)
 	}
 }
+
+// A quota hint whose limit is beyond max_units_per_minute, or over a
+// window under a second, sets no ceiling and raises nothing; a throttle
+// that contradicted the hints holds their raise back a minute even when
+// the target announces a window of one second (#23).
+func TestAbsurdQuotaHintsIgnored(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SlowStart, cfg.InitialFill = false, 1
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	hint := func(limit float64, window time.Duration) call.Outcome {
+		return call.Outcome{Kind: call.Success, Status: 200, Quota: call.Quota{Limit: limit, Window: window}}
+	}
+	for _, q := range []call.Outcome{hint(1e15, time.Second), hint(cfg.MaxUnitsPerMinute*2, time.Minute), hint(600, time.Millisecond)} {
+		c, err := NewCore(cfg, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Observe(at(1), at(0.9), 1, q)
+		if r := c.Rate(); r != cfg.InitialUnitsPerMinute {
+			t.Errorf("limit %v over %v: rate %v, want the initial %v unchanged", q.Quota.Limit, q.Quota.Window, r, cfg.InitialUnitsPerMinute)
+		}
+		if _, ok := c.QuotaCeiling(); ok {
+			t.Errorf("limit %v over %v set a ceiling", q.Quota.Limit, q.Quota.Window)
+		}
+	}
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Observe(at(1), at(0.9), 1, hint(300, time.Second)) // 18,000 a minute: the rate rises to it
+	c.Observe(at(10), at(9.9), 1, call.Outcome{Kind: call.Throttle, Status: 429})
+	c.Observe(at(20), at(19.9), 1, hint(300, time.Second))
+	if r := c.Rate(); r >= 18000 {
+		t.Errorf("rate %v 10 s after a contradicting throttle, want it held below the announced 18000", r)
+	}
+	c.Observe(at(71), at(70.9), 1, hint(300, time.Second))
+	if r := c.Rate(); r != 18000 {
+		t.Errorf("rate %v a minute after the contradicting throttle, want 18000", r)
+	}
+}

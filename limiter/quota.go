@@ -12,6 +12,10 @@ import (
 // used for its limit only.
 const quotaLogSpan = time.Minute
 
+// quotaDoubt is the least time a throttle that contradicted the hints
+// holds back their raise: the target does not choose it with its window.
+const quotaDoubt = time.Minute
+
 // quotaLogMax caps the number of grants kept (about 1 MiB).
 const quotaLogMax = 1 << 16
 
@@ -54,7 +58,7 @@ func (c *Core) hint(t, sent time.Duration, units float64, o call.Outcome) {
 		qs.on, qs.logFrom = true, t
 	}
 	c.pruneSpent(t)
-	if q.Reset > qs.window {
+	if q.Reset >= time.Second && q.Reset > qs.window {
 		qs.window = q.Reset
 	}
 	if q.HasRemaining && q.Reset > 0 && c.cfg.MaxPause > 0 && sent >= qs.logFrom {
@@ -70,12 +74,15 @@ func (c *Core) hint(t, sent time.Duration, units float64, o call.Outcome) {
 	if w == 0 {
 		w = qs.window
 	}
-	if q.Limit > 0 && w > 0 {
+	// A limit beyond what this limiter may ever send (more than
+	// max_units_per_minute), or over a window under a second, is not a
+	// quota but an absurd or hostile header: ignored, like a malformed one.
+	if q.Limit > 0 && w >= time.Second && q.Limit*float64(time.Minute)/float64(w) <= c.cfg.MaxUnitsPerMinute {
 		qs.ceiling = q.Limit * float64(time.Minute) / float64(w)
 		c.rules.SetQuotaCeiling(qs.ceiling)
 		a, p := &c.adapt, c.rules.Max()
 		raise := !c.following && (!a.Throttled || c.at(t).Sub(a.LastCut) >= c.cfg.DecreaseCooldown) &&
-			(!qs.doubt || t-qs.doubted >= w)
+			(!qs.doubt || t-qs.doubted >= max(w, quotaDoubt))
 		if a.Rate > p || (a.Rate < p && raise) {
 			a.IncClock = c.at(t)
 			c.setRate(p)
