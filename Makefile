@@ -116,7 +116,7 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh FuzzParseRetryAfter ./call/
 	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh FuzzParseRateLimit ./call/
 	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh FuzzDecode ./worker/
-	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh FuzzParseConfig ./internal/config/
+	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh FuzzParseConfig ./internal/app/config/
 	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh FuzzResolve ./sinks/httpapi/
 
 # Static binaries for linux and darwin, amd64 and arm64, with the version

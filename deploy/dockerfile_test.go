@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/app/config"
 )
 
 // The Dockerfile is checked without a container engine: a small parser reads

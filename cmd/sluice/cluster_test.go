@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/cluster"
-	"github.com/sluicehq/sluice/internal/config"
-	"github.com/sluicehq/sluice/internal/queue"
-	"github.com/sluicehq/sluice/internal/run"
+	"github.com/sluicehq/sluice/internal/app/config"
+	"github.com/sluicehq/sluice/internal/app/queue"
+	"github.com/sluicehq/sluice/internal/app/run"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/limiter"
 )

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/app/cli"
+	"github.com/sluicehq/sluice/internal/app/config"
 )
 
 // exampleConfig is config.example.yaml, embedded in the binary.

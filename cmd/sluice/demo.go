@@ -5,8 +5,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/demo"
+	"github.com/sluicehq/sluice/internal/app/cli"
+	"github.com/sluicehq/sluice/internal/app/demo"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/app/cli"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 

@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/config"
-	"github.com/sluicehq/sluice/internal/queue"
+	"github.com/sluicehq/sluice/internal/app/cli"
+	"github.com/sluicehq/sluice/internal/app/config"
+	"github.com/sluicehq/sluice/internal/app/queue"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/app/cli"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 
@@ -21,7 +21,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			t.Fatalf("%s: not found (%v)", path, err)
 		}
 		if strings.TrimSpace(cmd.Example) == "" {
-			t.Errorf("%s: no Examples section (add one to internal/cli/examples.go)", path)
+			t.Errorf("%s: no Examples section (add one to internal/app/cli/examples.go)", path)
 			continue
 		}
 		lines := cli.ExampleCommandLines(cmd.Example)
@@ -41,7 +41,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			found = found || p == path
 		}
 		if !found {
-			t.Errorf("internal/cli/examples.go has an entry for %q, which is no command", path)
+			t.Errorf("internal/app/cli/examples.go has an entry for %q, which is no command", path)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/app/cli"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/spf13/cobra"
 )

@@ -5,8 +5,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/run"
+	"github.com/sluicehq/sluice/internal/app/cli"
+	"github.com/sluicehq/sluice/internal/app/run"
 	"github.com/spf13/cobra"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluicehq/sluice/internal/config"
-	"github.com/sluicehq/sluice/internal/run"
+	"github.com/sluicehq/sluice/internal/app/config"
+	"github.com/sluicehq/sluice/internal/app/run"
 )
 
 func TestHealthcheckCommand(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/app/cli"
 	"github.com/sluicehq/sluice/internal/memlimit"
 )
 

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/sluicehq/sluice/internal/tracing"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/worker"
 )

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/app/cli"
 	"github.com/spf13/cobra"
 )
 

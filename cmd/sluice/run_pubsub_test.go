@@ -12,8 +12,8 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/pstest"
 
-	"github.com/sluicehq/sluice/internal/config"
-	"github.com/sluicehq/sluice/internal/run"
+	"github.com/sluicehq/sluice/internal/app/config"
+	"github.com/sluicehq/sluice/internal/app/run"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/worker"

@@ -17,7 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluicehq/sluice/internal/queue"
+	"github.com/sluicehq/sluice/internal/app/queue"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/config"
+	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/spf13/cobra"
 )
 

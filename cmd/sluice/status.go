@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/queue"
+	"github.com/sluicehq/sluice/internal/app/cli"
+	"github.com/sluicehq/sluice/internal/app/queue"
 	"github.com/spf13/cobra"
 )
 

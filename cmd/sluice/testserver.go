@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/call"
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/app/cli"
 	"github.com/sluicehq/sluice/sim"
 )
 

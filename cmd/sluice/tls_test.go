@@ -19,7 +19,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/sluicehq/sluice/internal/run"
+	"github.com/sluicehq/sluice/internal/app/run"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 

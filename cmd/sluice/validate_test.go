@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/app/cli"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 

@@ -30,7 +30,7 @@ const durationPattern = `^(0|-?([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)(
 //	default:"…"          the default of an entry of a map or list, whose
 //	                     zero value stands for it (jobs.types.NAME.method)
 //
-// A missing doc tag is not an error here; internal/config's tests require
+// A missing doc tag is not an error here; internal/app/config's tests require
 // one on every option of the config file.
 const (
 	docTag     = "doc"

@@ -13,7 +13,7 @@
 // editor's schema and the docs' option tables); Decode does not read them.
 //
 // The package knows no file format. A Node is built from YAML by
-// internal/config and from JSON by the limiter's trace reader.
+// internal/app/config and from JSON by the limiter's trace reader.
 package schema
 
 import (

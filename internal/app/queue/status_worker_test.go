@@ -1,0 +1,46 @@
+package queue
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/app/run"
+	"github.com/sluicehq/sluice/sources"
+)
+
+// While the worker is paused by the API's 429 with jobs in flight, the
+// queue shows no progress: status says the worker is paused, until when,
+// and what it holds, not "not draining".
+func TestStatusShowsAPausedWorker(t *testing.T) {
+	until := time.Date(2026, 1, 2, 3, 4, 30, 0, time.Local)
+	ws := &run.WorkerState{ID: "w1", InFlight: 64, Paused: true, PausedUntil: until, Rate: 1200}
+	if got, want := workerLine(ws, until.Add(-12*time.Second)), "paused by the API until 03:04:30 (12.0 s left), 64 in flight"; got != want {
+		t.Errorf("workerLine = %q, want %q", got, want)
+	}
+	st := sources.Stats{Pending: 100, AckPending: 64, Done: 10, DeadLetters: 0}
+	stalled := drainProgress{measured: true, eta: -1}
+	var out bytes.Buffer
+	if err := printStatus(&out, st, stalled, false, nil, ws); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"worker w1", "paused by the API until 03:04:30", "64 in flight", "unknown (paused)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status:\n%s\nwant %q", out.String(), want)
+		}
+	}
+	// No worker answered: the queue's own view, which names what it
+	// holds.
+	out.Reset()
+	if err := printStatus(&out, st, stalled, false, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "unknown (64 unsettled, none done)") || strings.Contains(s, "worker") {
+		t.Errorf("status without a worker:\n%s", s)
+	}
+	ws.Paused = false
+	if got := workerLine(ws, until); got != "running at 1200 units/min, 64 in flight" {
+		t.Errorf("a running worker: %q", got)
+	}
+}
