@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/internal/app/queue"
 	"github.com/sluicehq/sluice/internal/app/run"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -51,7 +52,7 @@ func TestRunShare(t *testing.T) {
 			name += "_nats_url"
 		}
 		t.Run(name, func(t *testing.T) {
-			natsURL := testkit.StartNATS(t)
+			natsURL := backends.StartNATS(t)
 			target := "http://127.0.0.1:1/" // never called: no jobs
 			cfg := e2eConfig(t, natsURL, target)
 			cfg.Limiter.Disabled = false
@@ -59,7 +60,7 @@ func TestRunShare(t *testing.T) {
 			cfg.Limiter.Share = config.Share{Mode: mode, TTL: time.Duration(3 * time.Second), Partitions: 16}
 			extra := ""
 			if c.natsURL {
-				cfg.Limiter.Share.NATSURL = testkit.StartNATS(t)
+				cfg.Limiter.Share.NATSURL = backends.StartNATS(t)
 				extra = "    nats_url: " + cfg.Limiter.Share.NATSURL + "\n"
 			}
 			mustValid(t, cfg)
@@ -148,7 +149,7 @@ func withID(cfg config.Config, id string) config.Config {
 // is younger than limiter.share.remember, and at the initial rate when
 // remember is 0s.
 func TestRunShareRemembers(t *testing.T) {
-	natsURL := testkit.StartNATS(t)
+	natsURL := backends.StartNATS(t)
 	cfg := e2eConfig(t, natsURL, "http://127.0.0.1:1/")
 	cfg.Limiter.Disabled = false
 	cfg.Limiter.InitialUnitsPerMinute = 1200

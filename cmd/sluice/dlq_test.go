@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/sluicehq/sluice/internal/app/queue"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -32,7 +33,7 @@ func writeConfig(t *testing.T, body string) string {
 // `sluice dlq replay` re-enqueues the dead letters that match its filter,
 // and a worker then runs them again; --dry-run changes nothing.
 func TestDLQReplay(t *testing.T) {
-	natsURL := testkit.StartNATS(t)
+	natsURL := backends.StartNATS(t)
 	api := newAPILog()
 	var gone atomic.Bool
 	gone.Store(true)
@@ -104,7 +105,7 @@ metrics: {listen: "off"}
 
 // A JSONL dead-letter file is read back, and never changed.
 func TestDLQReplayJSONL(t *testing.T) {
-	natsURL := testkit.StartNATS(t)
+	natsURL := backends.StartNATS(t)
 	dir := t.TempDir()
 	dlPath := filepath.Join(dir, "dead.jsonl")
 	records := []worker.DeadLetter{
@@ -148,7 +149,7 @@ func TestDLQReplayJSONL(t *testing.T) {
 
 // enqueue and status take -c FILE and use its source section.
 func TestEnqueueStatusWithConfig(t *testing.T) {
-	natsURL := testkit.StartNATS(t)
+	natsURL := backends.StartNATS(t)
 	file := writeConfig(t, fmt.Sprintf("source:\n  jetstream:\n    url: %s\n    stream: CFGTEST\n    subjects: [cfgtest.jobs]\n", natsURL))
 	jobs := filepath.Join(t.TempDir(), "jobs.jsonl")
 	if err := os.WriteFile(jobs, []byte("{\"id\":\"1\"}\n{\"id\":\"2\"}\n{\"id\":\"3\"}\n"), 0o600); err != nil {

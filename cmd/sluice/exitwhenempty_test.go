@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 )
 
 // `sluice run --exit-when-empty` drains the queue and exits with status 0
 // on its own; on the way it logs "drained N jobs in T" and, when it stops,
 // a summary line (#15).
 func TestRunExitWhenEmpty(t *testing.T) {
-	natsURL := testkit.StartNATS(t)
+	natsURL := backends.StartNATS(t)
 	api := newAPILog()
 	api.answers["flaky"] = func(n int, w http.ResponseWriter, _ *http.Request) {
 		if n == 1 {

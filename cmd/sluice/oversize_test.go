@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/worker"
 )
 
@@ -77,7 +78,7 @@ func TestRunOversizedEnvelope(t *testing.T) {
 // payload cut short rather than being refused by the server again and
 // again while the job is redelivered for ever.
 func TestRunDeadLetterLargerThanMaxPayload(t *testing.T) {
-	natsURL := testkit.StartNATS(t) // max_payload 1 MiB
+	natsURL := backends.StartNATS(t) // max_payload 1 MiB
 	api := newAPILog()
 	target := httptest.NewServer(api)
 	defer target.Close()
@@ -114,7 +115,7 @@ func TestRunDeadLetterLargerThanMaxPayload(t *testing.T) {
 // fit, rather than refused again and again while the target is called on
 // every redelivery.
 func TestRunResultLargerThanMaxPayload(t *testing.T) {
-	natsURL := testkit.StartNATS(t) // max_payload 1 MiB
+	natsURL := backends.StartNATS(t) // max_payload 1 MiB
 	api := newAPILog()
 	api.answers["big"] = func(_ int, w http.ResponseWriter, _ *http.Request) {
 		w.Write(bytes.Repeat([]byte("r"), 1<<20))

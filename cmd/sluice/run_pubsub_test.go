@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/sluicehq/sluice/internal/app/run"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/worker"
 )
@@ -22,7 +23,7 @@ import (
 // `sluice run` on Pub/Sub (pstest, through PUBSUB_EMULATOR_HOST): jobs
 // come from a subscription, results and dead letters go to their topics.
 func TestRunPubSub(t *testing.T) {
-	srv := testkit.FakePubSub(t)
+	srv := backends.FakePubSub(t)
 
 	api := newAPILog()
 	api.answers["missing"] = func(_ int, w http.ResponseWriter, _ *http.Request) {

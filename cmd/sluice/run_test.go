@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/internal/app/dlq"
 	"github.com/sluicehq/sluice/internal/app/run"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/sources"
 	"github.com/sluicehq/sluice/sources/natsjs"
 	"github.com/sluicehq/sluice/worker"
@@ -224,7 +225,7 @@ func (a *apiLog) distinct() int {
 // succeeds on a later attempt, a throttle that exhausts its deliveries, and
 // invalid jobs dead-lettered at once.
 func TestRunEndToEnd(t *testing.T) {
-	natsURL := testkit.StartNATS(t)
+	natsURL := backends.StartNATS(t)
 	api := newAPILog()
 	api.answers["missing"] = func(_ int, w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "no such item", http.StatusNotFound)
@@ -327,7 +328,7 @@ func TestRunEndToEnd(t *testing.T) {
 // Paths that try to leave the target are dead-lettered and never sent: a
 // second server on another port sees nothing.
 func TestRunSSRF(t *testing.T) {
-	natsURL := testkit.StartNATS(t)
+	natsURL := backends.StartNATS(t)
 	api := newAPILog()
 	target := httptest.NewServer(api)
 	defer target.Close()
@@ -387,7 +388,7 @@ func TestRunSSRF(t *testing.T) {
 // acked exactly once or available for redelivery, and a restarted worker
 // finishes them all.
 func TestRunShutdownLosesNothing(t *testing.T) {
-	natsURL := testkit.StartNATS(t)
+	natsURL := backends.StartNATS(t)
 	api := newAPILog()
 	release := make(chan struct{})
 	var mu sync.Mutex
@@ -539,7 +540,7 @@ func (h cancelOn) Handle(_ context.Context, r slog.Record) error {
 // comes (TestRunShareRemembers failed under load with "dead_letters:
 // natsout: stream SLUICE_DEAD: context canceled").
 func TestRunStoppedWhileStarting(t *testing.T) {
-	natsURL := testkit.StartNATS(t)
+	natsURL := backends.StartNATS(t)
 	cfg := mustValid(t, e2eConfig(t, natsURL, "http://127.0.0.1:1/"))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/internal/tracing/otlptest"
 	"github.com/sluicehq/sluice/sources"
@@ -67,7 +68,7 @@ func TestRunTraceAndIdempotency(t *testing.T) {
 	tt := &traceTarget{seen: map[string][]http.Header{}, ok: map[string]bool{}, fail: 3}
 	api := httptest.NewServer(tt)
 	defer api.Close()
-	cfg := e2eConfig(t, testkit.StartNATS(t), api.URL)
+	cfg := e2eConfig(t, backends.StartNATS(t), api.URL)
 	cfg.Worker.MaxAttempts = 2
 	run := startRun(t, mustValid(t, cfg), nil)
 	src := client(t, cfg)

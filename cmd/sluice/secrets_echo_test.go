@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/app/queue"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 )
 
 // secretForms are the spellings of secret a target or a message may show:
@@ -51,7 +52,7 @@ func TestRunNoSecretsEchoed(t *testing.T) {
 	for k, v := range secrets {
 		t.Setenv(k, v)
 	}
-	natsURL := testkit.StartNATS(t)
+	natsURL := backends.StartNATS(t)
 	target := httptest.NewServer(http.HandlerFunc(echoSecrets))
 	defer target.Close()
 

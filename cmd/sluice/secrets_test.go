@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/sluicehq/sluice/internal/app/run"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 )
 
 // startAuthNATS starts a JetStream server that requires the credentials
@@ -80,7 +81,7 @@ func TestRunNoNATSCredentialsInOutput(t *testing.T) {
 func TestRunNoSecretsInOutput(t *testing.T) {
 	const token = "sk-live-7c1f4e2a9b3d8e6f"
 	t.Setenv("SLUICE_TEST_API_TOKEN", token)
-	natsURL := testkit.StartNATS(t)
+	natsURL := backends.StartNATS(t)
 	api := newAPILog()
 	echo := func(_ int, w http.ResponseWriter, r *http.Request) {
 		// A careless API that echoes the credentials in its error.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 )
 
 // TestSluiceProcess is not a test: it is `sluice` itself, run by the
@@ -69,7 +70,7 @@ func startSluice(t *testing.T, args ...string) *child {
 func TestRunSignals(t *testing.T) {
 	for _, second := range []bool{false, true} {
 		t.Run(fmt.Sprintf("second_signal=%v", second), func(t *testing.T) {
-			natsURL := testkit.StartNATS(t)
+			natsURL := backends.StartNATS(t)
 			var mu sync.Mutex
 			hits := 0
 			hang := make(chan struct{})

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/browsertest"
-	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/sim"
 )
 
@@ -28,7 +28,7 @@ func TestBrowserLivePage(t *testing.T) {
 	}
 	target := httptest.NewServer(api)
 	t.Cleanup(target.Close)
-	cfg := e2eConfig(t, testkit.StartNATS(t), target.URL)
+	cfg := e2eConfig(t, backends.StartNATS(t), target.URL)
 	cfg.Limiter.Disabled = false
 	cfg.Limiter.InitialUnitsPerMinute = 6000
 	cfg.Metrics.Listen = freeAddr(t)

@@ -1,6 +1,9 @@
 // Package testkit holds the helpers that tests of several packages share:
-// polling for an event of the real network, an embedded JetStream server,
-// and the in-process command-line runner.
+// polling for an event of the real network, a buffer for concurrent
+// writers, an HTTP GET, the in-process command-line runner and the metric
+// tables of the docs. It imports only the standard library, so the tests of
+// the lowest packages can use it; the backends a test starts (an embedded
+// JetStream server, the Pub/Sub fake) are in testkit/backends.
 package testkit
 
 import (
@@ -14,11 +17,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"cloud.google.com/go/pubsub/v2/pstest"
-	"github.com/spf13/cobra"
-
-	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
 // Eventually polls cond every 20 ms for up to a minute and fails the test
@@ -49,21 +47,19 @@ func EventuallyState(t testing.TB, what string, cond func() (bool, string)) {
 	}
 }
 
-// StartNATS starts an embedded JetStream server on a free port with a
-// temporary store for one test, and returns its client URL.
-func StartNATS(t testing.TB) string {
-	t.Helper()
-	srv, err := natsjs.StartServer(natsjs.EmbeddedConfig{StoreDir: t.TempDir(), Port: natsjs.RandomPort}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	return srv.ClientURL()
+// Command is what RunCLI needs of a command tree: the methods of a
+// *cobra.Command that set its arguments and streams and execute it.
+type Command interface {
+	SetArgs(args []string)
+	SetOut(w io.Writer)
+	SetErr(w io.Writer)
+	SetIn(r io.Reader)
+	ExecuteContext(ctx context.Context) error
 }
 
 // RunCLI runs the command tree that root builds with args, in process,
 // under ctx, and returns what it wrote on stdout and stderr together.
-func RunCLI(ctx context.Context, root func() *cobra.Command, args ...string) (string, error) {
+func RunCLI[C Command](ctx context.Context, root func() C, args ...string) (string, error) {
 	cmd := root()
 	var out bytes.Buffer
 	cmd.SetArgs(args)
@@ -131,14 +127,4 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// FakePubSub starts an in-process Pub/Sub server (pstest) for one test and
-// points PUBSUB_EMULATOR_HOST at it, as a user of the emulator would.
-func FakePubSub(t *testing.T) *pstest.Server {
-	t.Helper()
-	srv := pstest.NewServer()
-	t.Cleanup(func() { _ = srv.Close() })
-	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
-	return srv
 }

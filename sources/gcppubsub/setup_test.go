@@ -11,7 +11,6 @@ import (
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"google.golang.org/grpc/codes"
 
-	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sources"
 )
 
@@ -93,7 +92,9 @@ func TestSetupErrorsAreReported(t *testing.T) {
 // TestEmulatorHostEnv checks that PUBSUB_EMULATOR_HOST alone sends every
 // client (admin, pull, publish) to the emulator without credentials.
 func TestEmulatorHostEnv(t *testing.T) {
-	srv := testkit.FakePubSub(t)
+	srv := pstest.NewServer()
+	t.Cleanup(func() { _ = srv.Close() })
+	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/credentials.json")
 	n := uniqueName(t)
 	s := open(t, Config{Project: testProject, Subscription: n, Topic: n, Setup: true, PollInterval: 50 * time.Millisecond})

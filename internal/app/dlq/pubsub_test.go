@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/sluicehq/sluice/internal/app/run"
-	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/sinks/pubsubout"
 	"github.com/sluicehq/sluice/worker"
 )
@@ -31,7 +31,7 @@ dead_letters:
 // made with it and replayed from there: each matching record's job goes
 // back to the job topic and the record is removed; the others stay (#15).
 func TestReplayPubSub(t *testing.T) {
-	srv := testkit.FakePubSub(t)
+	srv := backends.FakePubSub(t)
 	ctx := t.Context()
 	cfg, err := config.Parse([]byte(pubsubConfig), config.Options{NoTarget: true})
 	if err != nil {

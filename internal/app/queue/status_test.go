@@ -7,14 +7,14 @@ import (
 
 	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/sluicehq/sluice/internal/app/run"
-	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/sources"
 )
 
 // status on Pub/Sub says that the source cannot report the queue's state,
 // by its kind, never by a Go type name (#15).
 func TestStatusPubSub(t *testing.T) {
-	testkit.FakePubSub(t)
+	backends.FakePubSub(t)
 	cfg := config.Default().Source
 	cfg.Kind = config.SourcePubSub
 	cfg.PubSub.Project = "sluice-test"

@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/app/config"
-	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/sources"
 )
 
 // TestPubsubOpenEmulator opens the section against an in-process fake
 // reached through PUBSUB_EMULATOR_HOST, as a user of the emulator would.
 func TestPubsubOpenEmulator(t *testing.T) {
-	testkit.FakePubSub(t)
+	backends.FakePubSub(t)
 	c := config.Default().Source.PubSub
 	c.Project = "sluice-test"
 	c.Setup = true
@@ -48,7 +48,7 @@ func TestPubsubOpenEmulator(t *testing.T) {
 }
 
 func TestPubsubOpenError(t *testing.T) {
-	testkit.FakePubSub(t)
+	backends.FakePubSub(t)
 	c := config.Default().Source.PubSub
 	c.Project = "sluice-test"
 	c.Setup = false
