@@ -67,14 +67,21 @@ func ExampleCore() {
 	// rate 420, paused until 3s
 }
 
-// Replay a trace in virtual time, as `sluice limiter replay` does.
-func ExampleReplay() {
+// Replay a trace in virtual time, as `sluice limiter replay` does. The
+// command's Decode reads the options with the config file's names; this
+// one sets a burst of one second and a full bucket.
+func ExampleReplayer() {
 	trace := `{"options": {"burst": "1s", "initial_fill": 1}}
 {"at": 0, "op": "acquire", "id": "a", "units": 10}
 {"at": 0, "op": "acquire", "id": "b", "units": 2}
 {"at": 1, "op": "throttle", "id": "a", "retry_after": 4}
 `
-	if err := limiter.Replay(strings.NewReader(trace), os.Stdout); err != nil {
+	r := limiter.Replayer{Decode: func([]byte) (limiter.Config, error) {
+		cfg := limiter.DefaultConfig()
+		cfg.Burst, cfg.InitialFill = time.Second, 1
+		return cfg, cfg.Validate()
+	}}
+	if err := r.Run(strings.NewReader(trace), os.Stdout); err != nil {
 		panic(err)
 	}
 	// Output:

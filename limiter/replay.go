@@ -18,8 +18,8 @@ import (
 // Replayer drives a Core through a trace in virtual time: the format of
 // `sluice limiter replay` (docs/limiter.md, "sluice limiter replay").
 //
-// Input is JSON lines. The first is {"options": {...}} with the option names
-// of the config file (see DecodeTraceOptions). Each later line is an event
+// Input is JSON lines. The first is {"options": {...}}, which Decode turns
+// into the Config of the replay. Each later line is an event
 // with "at" in seconds from the start, never decreasing, and an "op":
 //
 //	{"at": 0, "op": "acquire", "id": "r1", "units": 2}      units default to 1
@@ -54,9 +54,15 @@ import (
 // the decisions since the previous line with their exact virtual times.
 // Times are exact to the nanosecond; rate and tokens are rounded to 12
 // significant digits.
-type Replayer struct{}
+type Replayer struct {
+	// Decode turns the "options" object of the first line into a Config.
+	// `sluice limiter replay` passes the config file's decoder, so the
+	// names are those of the file's limiter section. A nil Decode accepts
+	// only an empty object (or null) and replays with DefaultConfig.
+	Decode func(options []byte) (Config, error)
+}
 
-// Replay runs a trace with the default Replayer.
+// Replay runs a trace with the default Replayer: its options must be empty.
 func Replay(r io.Reader, w io.Writer) error { return Replayer{}.Run(r, w) }
 
 // LineError is an error in a trace, at a line (counted from 1).
@@ -96,7 +102,11 @@ var traceStart = time.Unix(0, 0).UTC()
 // been written.
 func (p Replayer) Run(r io.Reader, w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	err := p.run(r, bw, DecodeTraceOptions)
+	decode := p.Decode
+	if decode == nil {
+		decode = defaultOptions
+	}
+	err := p.run(r, bw, decode)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
@@ -343,6 +353,19 @@ func decodeOptionsLine(text []byte, decode func([]byte) (Config, error)) (Config
 		}
 	}
 	return decode(raw)
+}
+
+// defaultOptions is the Decode of a Replayer that has none: only empty
+// options, and the default Config.
+func defaultOptions(raw []byte) (Config, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Config{}, errors.New("must be an object")
+	}
+	if len(m) != 0 {
+		return Config{}, errors.New("options need a decoder (Replayer.Decode); without one only {} is accepted")
+	}
+	return DefaultConfig(), nil
 }
 
 // seconds converts a JSON number of seconds to a Duration, rounded to the

@@ -31,7 +31,7 @@ func TestReplayGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			if err := Replay(bytes.NewReader(in), &out); err != nil {
+			if err := replayTrace(bytes.NewReader(in), &out); err != nil {
 				t.Fatalf("replay: %v", err)
 			}
 			golden := strings.TrimSuffix(path, ".jsonl") + ".golden"
@@ -98,7 +98,7 @@ func TestReplayErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := Replay(strings.NewReader(tc.in), &out)
+			err := replayTrace(strings.NewReader(tc.in), &out)
 			var le *LineError
 			if !errors.As(err, &le) {
 				t.Fatalf("err = %v, want a *LineError", err)
@@ -118,7 +118,7 @@ func TestReplayCancelNotWaiting(t *testing.T) {
 {"at": 1, "op": "cancel", "id": "r1"}
 `
 	var out bytes.Buffer
-	if err := Replay(strings.NewReader(in), &out); err != nil {
+	if err := replayTrace(strings.NewReader(in), &out); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -139,7 +139,7 @@ func TestReplayReacquire(t *testing.T) {
 {"at": 1, "op": "acquire", "id": "j", "units": 1}
 `
 	var out bytes.Buffer
-	err := Replay(strings.NewReader(in), &out)
+	err := replayTrace(strings.NewReader(in), &out)
 	var le *LineError
 	if !errors.As(err, &le) || le.Line != 6 {
 		t.Fatalf("err = %v, want an error on line 6 (j waits)", err)

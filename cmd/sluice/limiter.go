@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/internal/app/cli"
+	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -46,7 +47,7 @@ A bad trace line is reported with its number, and the exit status is 2.`,
 			} else {
 				name = "stdin"
 			}
-			var r limiter.Replayer
+			r := limiter.Replayer{Decode: config.DecodeTraceOptions}
 			if err := r.Run(in, cmd.OutOrStdout()); err != nil {
 				return cli.UsageError(fmt.Errorf("%s: %w", name, err))
 			}

@@ -12,8 +12,9 @@
 // enum and default tags describe it for JSONSchema and Reference (the
 // editor's schema and the docs' option tables); Decode does not read them.
 //
-// The package knows no file format. A Node is built from YAML by
-// internal/app/config and from JSON by the limiter's trace reader.
+// The package knows no file format. internal/app/config builds a Node from
+// YAML for the config file and from JSON for the options of a
+// `sluice limiter replay` trace.
 package schema
 
 import (

@@ -22,7 +22,7 @@ func TestLimiterOptionsMatchTraceOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := limiter.DecodeTraceOptions([]byte(raw))
+	want, err := DecodeTraceOptions([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestLimiterOptionsMatchTraceOptions(t *testing.T) {
 	if want.MaxWait != time.Minute || !want.Disabled || want.CUBIC.ScaleConstant != 2.5 || want.Instances != 3 {
 		t.Errorf("decoded %+v", want)
 	}
-	def, err := limiter.DecodeTraceOptions([]byte(`{}`))
+	def, err := DecodeTraceOptions([]byte(`{}`))
 	if err != nil || def != limiter.DefaultConfig() {
 		t.Errorf("empty options = %+v, %v; want the defaults", def, err)
 	}
@@ -44,7 +44,7 @@ func TestLimiterOptionsMatchTraceOptions(t *testing.T) {
 		{`{"burst": "-1s"}`, "limiter: {burst: -1s}", `burst: must be >= 0, got -1s`},
 		{`{"share": {}}`, "", `share: unknown key`},
 	} {
-		_, terr := limiter.DecodeTraceOptions([]byte(bad.json))
+		_, terr := DecodeTraceOptions([]byte(bad.json))
 		if terr == nil || !strings.Contains(terr.Error(), bad.want) {
 			t.Errorf("trace options %s: %v, want %q", bad.json, terr, bad.want)
 		}
