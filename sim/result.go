@@ -9,9 +9,11 @@ import (
 // Summary holds a run's figures; it is the JSON of `sluice simulate --json`.
 type Summary struct {
 	// Utilization is the units accepted ÷ the quota capacity of the run (the
-	// quota left to the simulated clients, integrated over time).
+	// quota left to the simulated clients, integrated over time from the
+	// end of Config.Idle).
 	Utilization float64 `json:"utilization"`
-	// UtilizationSteady is the same from Config.SteadyFrom (minute 2) on.
+	// UtilizationSteady is the same from Config.SteadyFrom after the idle
+	// time (minute 2 of the demand) on.
 	UtilizationSteady float64 `json:"utilization_steady"`
 	Throttled         int     `json:"throttled"`      // 429 responses
 	Requests          int     `json:"requests"`       // calls that reached the API
@@ -27,9 +29,9 @@ type Summary struct {
 	// has no quota drop that ends before its end, or when it never
 	// recovers.
 	RecoverySeconds *float64 `json:"recovery_s"`
-	// TimeTo90Seconds is the first whole second from the start at which the
-	// units used in the trailing window reach 90% of the quota. Nil when
-	// they never do.
+	// TimeTo90Seconds is the first whole second from the start of the
+	// demand (the end of Config.Idle) at which the units used in the
+	// trailing window reach 90% of the quota. Nil when they never do.
 	TimeTo90Seconds *float64 `json:"time_to_90_s"`
 }
 
@@ -66,14 +68,16 @@ func (r *runner) result() *Result {
 	s.UnitsAccepted = r.unitsAccepted
 	s.Rejected = r.rejected
 	s.GaveUp = r.gaveUp
-	s.Utilization = round(r.unitsAccepted/r.capacity(0, r.cfg.Duration), 4)
-	s.UtilizationSteady = round(r.unitsSteady/r.capacity(r.cfg.SteadyFrom, r.cfg.Duration), 4)
+	idle := r.cfg.Idle
+	s.Utilization = round(r.unitsAccepted/r.capacity(idle, r.cfg.Duration), 4)
+	s.UtilizationSteady = round(r.unitsSteady/r.capacity(idle+r.cfg.SteadyFrom, r.cfg.Duration), 4)
 	if len(r.waits) > 0 {
 		slices.Sort(r.waits)
 		i := int(math.Ceil(0.95*float64(len(r.waits)))) - 1
 		s.P95WaitS = round(r.waits[max(i, 0)].Seconds(), 3)
 	}
-	if t, ok := r.series.first90(0); ok {
+	if t, ok := r.series.first90(idle.Seconds()); ok {
+		t = round(t-idle.Seconds(), 3)
 		s.TimeTo90Seconds = &t
 	}
 	var back time.Duration = -1
