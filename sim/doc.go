@@ -60,8 +60,9 @@
 // # Measurements
 //
 // Utilization is the units the API accepted ÷ the capacity of the quota
-// left to the simulated clients, integrated over the run (from SteadyFrom,
-// the start of minute 2, for the steady figure). time_to_90_s and
-// recovery_s read the quota meter: the units used in the trailing window
-// against the quota at that second, sampled every second.
+// left to the simulated clients, integrated over the run from the end of
+// Config.Idle (from SteadyFrom after it, the start of minute 2, for the
+// steady figure). time_to_90_s and recovery_s read the quota meter: the
+// units used in the trailing minute against the quota per minute at that
+// second, sampled every second, whatever the API's window.
 package sim

@@ -25,13 +25,14 @@ type Summary struct {
 	GaveUp   int     `json:"gave_up"`  // jobs dropped after their last retry was throttled
 	// RecoverySeconds is the time from the return of the quota (the end of
 	// the last quota drop) to the first whole second at which the units
-	// used in the trailing window reach 90% of the quota. Nil when the run
+	// used in the trailing minute reach 90% of the quota per minute. Nil when the run
 	// has no quota drop that ends before its end, or when it never
 	// recovers.
 	RecoverySeconds *float64 `json:"recovery_s"`
 	// TimeTo90Seconds is the first whole second from the start of the
 	// demand (the end of Config.Idle) at which the units used in the
-	// trailing window reach 90% of the quota. Nil when they never do.
+	// trailing minute reach 90% of the quota per minute, whatever the
+	// API's window. Nil when they never do.
 	TimeTo90Seconds *float64 `json:"time_to_90_s"`
 }
 
@@ -54,7 +55,7 @@ type Series struct {
 	Rates     [][]float64 // each instance's rate; NaN where the instance has no limiter or has not joined or has left
 	SumRate   []float64   // the sum of the instances' rates; NaN in mode none
 	Quota     []float64   // the quota left to the simulated clients, per minute
-	Used      []float64   // units accepted in the trailing window, per minute
+	Used      []float64   // units accepted in the trailing minute (the quota meter)
 	Sent      []float64   // units of the calls that reached the API in the trailing window, per minute
 	Queue     []int       // requests waiting in all limiters
 	Throttles []int       // 429s in the second before the sample
@@ -103,7 +104,7 @@ func (r *runner) result() *Result {
 }
 
 // first90 returns the first sample time at or after from at which the
-// units used in the trailing window reach 90% of the quota then: the
+// units used in the trailing minute reach 90% of the quota then: the
 // quota meter of the reference simulator entering its 90–100% band.
 func (s *Series) first90(from float64) (float64, bool) {
 	for i, t := range s.T {

@@ -127,11 +127,14 @@ type runner struct {
 	api   quotaModel // the model API's quota
 	hints stater     // what the API's quota headers announce; nil when it sends none
 	acc   Window     // every accepted call, with no quota
-	sent  Window     // every call that reached the API, with no quota
-	busy  int        // calls in flight, with Config.Concurrency
-	inst  []*instance
-	count int    // instances taking part
-	fleet *fleet // the shared controller of ShareFleet; nil for ShareLocal
+	// minute holds the accepted calls of the last minute for the quota
+	// meter: acc itself when the API's window is a minute.
+	minute *Window
+	sent   Window // every call that reached the API, with no quota
+	busy   int    // calls in flight, with Config.Concurrency
+	inst   []*instance
+	count  int    // instances taking part
+	fleet  *fleet // the shared controller of ShareFleet; nil for ShareLocal
 
 	demand   float64
 	meanCost float64
@@ -180,6 +183,10 @@ func newRunner(cfg Config, secs int, hook func(coreOp)) (*runner, error) {
 		thrSec: make([]int, secs),
 	}
 	r.hints, _ = r.api.(stater)
+	r.minute = &r.acc
+	if cfg.Window != time.Minute {
+		r.minute = &Window{Span: time.Minute, Quota: math.Inf(1)}
+	}
 	for _, c := range cfg.Costs {
 		r.meanCost += c
 	}
@@ -448,6 +455,9 @@ func (r *runner) take(units float64) (bool, time.Duration) {
 	ok, wait := r.api.Take(r.vt(r.now), units)
 	if ok {
 		r.acc.Take(r.vt(r.now), units)
+		if r.minute != &r.acc {
+			r.minute.Take(r.vt(r.now), units)
+		}
 	}
 	return ok, wait
 }
@@ -587,7 +597,7 @@ func (r *runner) sample() {
 	s.SumRate = append(s.SumRate, sum)
 	s.Quota = append(s.Quota, r.quota*float64(time.Minute)/float64(r.cfg.Window))
 	perMin := float64(time.Minute) / float64(r.cfg.Window)
-	s.Used = append(s.Used, r.used()*perMin)
+	s.Used = append(s.Used, r.minute.Used(r.vt(r.now)))
 	s.Sent = append(s.Sent, r.sent.Used(r.vt(r.now))*perMin)
 	s.Queue = append(s.Queue, queue)
 	k := int(r.now / time.Second)

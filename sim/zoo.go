@@ -78,15 +78,20 @@ type ZooSetting struct {
 func ZooSettings(api API, idle time.Duration) []ZooSetting {
 	var s []ZooSetting
 	switch api {
-	case APIWindow, APIFixed:
+	case APIWindow:
 		s = []ZooSetting{
 			{Name: "window 60s", Window: time.Minute},
 			{Name: "window 10s", Window: 10 * time.Second},
+			{Name: "window 10s, refused count", Window: 10 * time.Second, CountRefused: true},
 		}
-		if api == APIWindow {
-			s = append(s, ZooSetting{Name: "window 10s, refused count", Window: 10 * time.Second, CountRefused: true})
-		} else {
-			s = append(s, ZooSetting{Name: "window 60s, refused count", Window: time.Minute, CountRefused: true})
+	case APIFixed:
+		// A fixed window that counts refused calls refuses the same calls
+		// of one unit as one that does not: a refused call finds the
+		// window full, and it stays full until the reset either way.
+		s = []ZooSetting{
+			{Name: "window 60s", Window: time.Minute},
+			{Name: "window 10s", Window: 10 * time.Second},
+			{Name: "window 1s", Window: time.Second},
 		}
 	case APILeaky:
 		for _, b := range []float64{3, 10, 30} {
