@@ -98,12 +98,25 @@ type Config struct {
 	Seed     uint64        // seed of the random source (arrivals, costs, latency)
 
 	// The model API.
-	API    API           // APIWindow (default) or APILeaky
+	API    API           // APIWindow (default), APILeaky, APIFixed or APIBucket
 	Quota  float64       // hidden quota in units per Window; default 3000
-	Window time.Duration // sliding window (APILeaky: the span of Quota); default 60s
+	Window time.Duration // the sliding or fixed window (APILeaky, APIBucket: the span of Quota); default 60s
 	// BurstUnits is how far ahead of the steady rate APILeaky lets calls
-	// go, in units; default 5. APIWindow ignores it.
+	// go, in units (default 5), and the size of APIBucket's bucket (at
+	// least one fill's tokens). The other APIs ignore it.
 	BurstUnits float64
+	// FillInterval is how often APIBucket adds Quota × FillInterval /
+	// Window tokens; default 1s.
+	FillInterval time.Duration
+	// CountRefused makes APIWindow and APIFixed count the units of a
+	// refused call against the quota too.
+	CountRefused bool
+	// Concurrency, when > 0, makes the API refuse a call with a 429 and no
+	// Retry-After when that many calls are in flight. With it, a call is in
+	// flight from the instant it is sent until its answer arrives (the
+	// round trip is the API's processing time), and the quota decides it
+	// at the instant it is sent.
+	Concurrency int
 	// Headers are the quota headers the model API sends with every
 	// response, and that the clients' limiters read (SetQuotaHeaders).
 	// The zero value sends none.
@@ -123,8 +136,13 @@ type Config struct {
 
 	Events []Event
 
-	// SteadyFrom is where utilization_steady starts counting; default 60s
-	// (the start of minute 2).
+	// Idle is how long the clients run before any demand arrives, as a
+	// worker started before its jobs are enqueued. Every measurement
+	// counts from the end of it.
+	Idle time.Duration
+
+	// SteadyFrom is where utilization_steady starts counting, after Idle;
+	// default 60s (the start of minute 2 of the demand).
 	SteadyFrom time.Duration
 
 	// Share is how the instances adapt: ShareLocal (default), one
@@ -142,24 +160,25 @@ type Config struct {
 // 15 minutes, mode aimd, seed 1.
 func DefaultConfig() Config {
 	return Config{
-		Mode:       ModeAIMD,
-		Limiter:    limiter.DefaultConfig(),
-		Duration:   15 * time.Minute,
-		Seed:       1,
-		API:        APIWindow,
-		Quota:      3000,
-		BurstUnits: 5,
-		Window:     DefaultWindowSpan,
-		Instances:  2,
-		Demand:     2000,
-		Costs:      []float64{1, 2, 5},
-		Latency:    100 * time.Millisecond,
-		Jitter:     20 * time.Millisecond,
-		MaxRetries: 3,
-		Backoff:    2 * time.Second,
-		SteadyFrom: time.Minute,
-		Share:      ShareLocal,
-		ShareDelay: DefaultShareDelay,
+		Mode:         ModeAIMD,
+		Limiter:      limiter.DefaultConfig(),
+		Duration:     15 * time.Minute,
+		Seed:         1,
+		API:          APIWindow,
+		Quota:        3000,
+		BurstUnits:   5,
+		Window:       DefaultWindowSpan,
+		FillInterval: DefaultFillInterval,
+		Instances:    2,
+		Demand:       2000,
+		Costs:        []float64{1, 2, 5},
+		Latency:      100 * time.Millisecond,
+		Jitter:       20 * time.Millisecond,
+		MaxRetries:   3,
+		Backoff:      2 * time.Second,
+		SteadyFrom:   time.Minute,
+		Share:        ShareLocal,
+		ShareDelay:   DefaultShareDelay,
 	}
 }
 
@@ -248,7 +267,10 @@ func (c Config) Validate() error {
 	if err := c.Headers.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sim: headers: %w", err))
 	}
-	errs = append(errs, validateAPI(c.API, c.BurstUnits, c.Headers)...)
+	errs = append(errs, c.apiSpec().validate()...)
+	if c.Concurrency < 0 {
+		bad("concurrency", c.Concurrency, ">= 0")
+	}
 	if c.Instances < 1 {
 		bad("instances", c.Instances, ">= 1")
 	}
@@ -282,8 +304,10 @@ func (c Config) Validate() error {
 	if c.ShareDelay < 0 {
 		bad("share_delay", c.ShareDelay, ">= 0")
 	}
-	if c.SteadyFrom < 0 || c.SteadyFrom >= c.Duration {
-		bad("steady_from", c.SteadyFrom, fmt.Sprintf("in [0, duration (%v))", c.Duration))
+	if c.Idle < 0 || c.Idle >= c.Duration {
+		bad("idle", c.Idle, fmt.Sprintf("in [0, duration (%v))", c.Duration))
+	} else if c.SteadyFrom < 0 || c.Idle+c.SteadyFrom >= c.Duration {
+		bad("steady_from", c.SteadyFrom, fmt.Sprintf("in [0, duration − idle (%v))", c.Duration-c.Idle))
 	}
 	maxCost := 0.0
 	if len(c.Costs) > 0 {
@@ -294,6 +318,9 @@ func (c Config) Validate() error {
 	}
 	if maxCost > c.Quota {
 		bad("costs", c.Costs, fmt.Sprintf("at most the quota (%v)", c.Quota))
+	}
+	if c.API == APIBucket && maxCost > c.BurstUnits {
+		bad("costs", c.Costs, fmt.Sprintf("at most the bucket's burst_units (%v)", c.BurstUnits))
 	}
 	lc := c.limiterConfig()
 	if err := lc.Validate(); err != nil {
@@ -329,6 +356,10 @@ func (e Event) validate(f string, quota, maxCost float64, bad func(field string,
 	default:
 		bad(f+".kind", fmt.Sprintf("%q", e.Kind), `"quota_drop", "instances" or "demand"`)
 	}
+}
+
+func (c Config) apiSpec() apiSpec {
+	return apiSpec{api: c.API, quota: c.Quota, span: c.Window, burst: c.BurstUnits, fill: c.FillInterval, countRefused: c.CountRefused, headers: c.Headers}
 }
 
 // limiterConfig is the limiter's Config for the run's mode and instances.

@@ -14,6 +14,20 @@
 // instant the request reaches the API. Server serves the same model over
 // HTTP for `sluice testserver`.
 //
+// Config.API chooses among four models, each with time as an argument:
+// Window (the sliding window), Leaky (nginx limit_req's leaky bucket),
+// Fixed (a window that resets, as GitHub's) and Bucket (Envoy's local rate
+// limit, a token bucket refilled every fill interval). Window and Fixed can
+// count refused calls against the quota (Config.CountRefused, as HAProxy's
+// stick tables do), and any of them can refuse calls beyond a number in
+// flight (Config.Concurrency).
+//
+// # The zoo
+//
+// RunZoo runs every model API at several quotas and settings under each
+// controller, and marks every run against its Oracle, the best fixed-rate
+// pacer in hindsight (FindOracle), by the targets of the zoo's constants.
+//
 // # The model clients
 //
 // Config.Instances instances each receive jobs as a Poisson process whose
@@ -46,8 +60,9 @@
 // # Measurements
 //
 // Utilization is the units the API accepted ÷ the capacity of the quota
-// left to the simulated clients, integrated over the run (from SteadyFrom,
-// the start of minute 2, for the steady figure). time_to_90_s and
-// recovery_s read the quota meter: the units used in the trailing window
-// against the quota at that second, sampled every second.
+// left to the simulated clients, integrated over the run from the end of
+// Config.Idle (from SteadyFrom after it, the start of minute 2, for the
+// steady figure). time_to_90_s and recovery_s read the quota meter: the
+// units used in the trailing minute against the quota per minute at that
+// second, sampled every second, whatever the API's window.
 package sim

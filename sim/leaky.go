@@ -1,11 +1,8 @@
 package sim
 
 import (
-	"fmt"
 	"math"
 	"time"
-
-	"github.com/sluicehq/sluice/call"
 )
 
 // Leaky is the model of a gateway's leaky bucket, as nginx limit_req runs
@@ -72,42 +69,4 @@ func (l *Leaky) Take(now time.Time, units float64) (ok bool, wait time.Duration)
 // Excess returns the units ahead of the steady rate at now.
 func (l *Leaky) Excess(now time.Time) float64 { return math.Max(0, l.ahead(now)) }
 
-// API names a model API.
-type API string
-
-// Model APIs.
-const (
-	// APIWindow accepts at most Quota units in any sliding Window (the
-	// default): it absorbs bursts.
-	APIWindow API = "window"
-	// APILeaky is a leaky bucket, as a gateway's per-second limiter: Quota
-	// units per Window leak out at a steady rate and BurstUnits may go
-	// ahead of it.
-	APILeaky API = "leaky"
-)
-
-// validateAPI reports what is wrong with a model API's settings: an
-// unknown API, a burst that is not a finite number >= 0, and quota headers
-// with the leaky bucket (its headers are not modelled).
-func validateAPI(api API, burst float64, h call.RateLimitHeaders) []error {
-	var errs []error
-	if _, err := ParseAPI(string(api)); err != nil && api != "" {
-		errs = append(errs, err)
-	}
-	if !(burst >= 0) || math.IsInf(burst, 0) {
-		errs = append(errs, fmt.Errorf("sim: burst_units: must be >= 0, got %v", burst))
-	}
-	if api == APILeaky && h.Format != call.RateLimitNone {
-		errs = append(errs, fmt.Errorf("sim: headers: the leaky api sends no quota headers, got %v", h.Format))
-	}
-	return errs
-}
-
-// ParseAPI returns the API named s.
-func ParseAPI(s string) (API, error) {
-	switch API(s) {
-	case APIWindow, APILeaky:
-		return API(s), nil
-	}
-	return "", fmt.Errorf("sim: unknown api %q (want window or leaky)", s)
-}
+func (l *Leaky) setQuota(_ time.Time, q float64) { l.Quota = q }

@@ -9,9 +9,11 @@ import (
 // Summary holds a run's figures; it is the JSON of `sluice simulate --json`.
 type Summary struct {
 	// Utilization is the units accepted ÷ the quota capacity of the run (the
-	// quota left to the simulated clients, integrated over time).
+	// quota left to the simulated clients, integrated over time from the
+	// end of Config.Idle).
 	Utilization float64 `json:"utilization"`
-	// UtilizationSteady is the same from Config.SteadyFrom (minute 2) on.
+	// UtilizationSteady is the same from Config.SteadyFrom after the idle
+	// time (minute 2 of the demand) on.
 	UtilizationSteady float64 `json:"utilization_steady"`
 	Throttled         int     `json:"throttled"`      // 429 responses
 	Requests          int     `json:"requests"`       // calls that reached the API
@@ -23,13 +25,14 @@ type Summary struct {
 	GaveUp   int     `json:"gave_up"`  // jobs dropped after their last retry was throttled
 	// RecoverySeconds is the time from the return of the quota (the end of
 	// the last quota drop) to the first whole second at which the units
-	// used in the trailing window reach 90% of the quota. Nil when the run
+	// used in the trailing minute reach 90% of the quota per minute. Nil when the run
 	// has no quota drop that ends before its end, or when it never
 	// recovers.
 	RecoverySeconds *float64 `json:"recovery_s"`
-	// TimeTo90Seconds is the first whole second from the start at which the
-	// units used in the trailing window reach 90% of the quota. Nil when
-	// they never do.
+	// TimeTo90Seconds is the first whole second from the start of the
+	// demand (the end of Config.Idle) at which the units used in the
+	// trailing minute reach 90% of the quota per minute, whatever the
+	// API's window. Nil when they never do.
 	TimeTo90Seconds *float64 `json:"time_to_90_s"`
 }
 
@@ -52,7 +55,7 @@ type Series struct {
 	Rates     [][]float64 // each instance's rate; NaN where the instance has no limiter or has not joined or has left
 	SumRate   []float64   // the sum of the instances' rates; NaN in mode none
 	Quota     []float64   // the quota left to the simulated clients, per minute
-	Used      []float64   // units accepted in the trailing window, per minute
+	Used      []float64   // units accepted in the trailing minute (the quota meter)
 	Sent      []float64   // units of the calls that reached the API in the trailing window, per minute
 	Queue     []int       // requests waiting in all limiters
 	Throttles []int       // 429s in the second before the sample
@@ -66,14 +69,16 @@ func (r *runner) result() *Result {
 	s.UnitsAccepted = r.unitsAccepted
 	s.Rejected = r.rejected
 	s.GaveUp = r.gaveUp
-	s.Utilization = round(r.unitsAccepted/r.capacity(0, r.cfg.Duration), 4)
-	s.UtilizationSteady = round(r.unitsSteady/r.capacity(r.cfg.SteadyFrom, r.cfg.Duration), 4)
+	idle := r.cfg.Idle
+	s.Utilization = round(r.unitsAccepted/r.capacity(idle, r.cfg.Duration), 4)
+	s.UtilizationSteady = round(r.unitsSteady/r.capacity(idle+r.cfg.SteadyFrom, r.cfg.Duration), 4)
 	if len(r.waits) > 0 {
 		slices.Sort(r.waits)
 		i := int(math.Ceil(0.95*float64(len(r.waits)))) - 1
 		s.P95WaitS = round(r.waits[max(i, 0)].Seconds(), 3)
 	}
-	if t, ok := r.series.first90(0); ok {
+	if t, ok := r.series.first90(idle.Seconds()); ok {
+		t = round(t-idle.Seconds(), 3)
 		s.TimeTo90Seconds = &t
 	}
 	var back time.Duration = -1
@@ -99,7 +104,7 @@ func (r *runner) result() *Result {
 }
 
 // first90 returns the first sample time at or after from at which the
-// units used in the trailing window reach 90% of the quota then: the
+// units used in the trailing minute reach 90% of the quota then: the
 // quota meter of the reference simulator entering its 90–100% band.
 func (s *Series) first90(from float64) (float64, bool) {
 	for i, t := range s.T {

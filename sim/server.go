@@ -33,14 +33,21 @@ const (
 // ServerConfig configures the model API server.
 type ServerConfig struct {
 	// API is the quota's model: APIWindow (the default when empty), a
-	// sliding Window, or APILeaky, a gateway's leaky bucket: Quota units
-	// per Window leak out at a steady rate and BurstUnits may go ahead.
-	API         API
-	BurstUnits  float64            // APILeaky: units a call may go ahead of the steady rate, >= 0; default 5
-	Quota       float64            // units per Window; default 3000
-	Window      time.Duration      // default 60s
-	DefaultCost float64            // units of a call with no cost header and no priced type; default 1
-	TypeCosts   map[string]float64 // units per job type
+	// sliding Window; APILeaky, a gateway's leaky bucket: Quota units per
+	// Window leak out at a steady rate and BurstUnits may go ahead;
+	// APIFixed, a Fixed window that resets; APIBucket, Envoy's token
+	// Bucket of BurstUnits tokens refilled every FillInterval.
+	API API
+	// BurstUnits is, with APILeaky, the units a call may go ahead of the
+	// steady rate, >= 0 (default 5); with APIBucket, the bucket's size, at
+	// least one fill's tokens.
+	BurstUnits   float64
+	FillInterval time.Duration      // APIBucket: how often tokens are added; default 1s
+	CountRefused bool               // APIWindow, APIFixed: a refused call counts against the quota too
+	Quota        float64            // units per Window; default 3000
+	Window       time.Duration      // default 60s
+	DefaultCost  float64            // units of a call with no cost header and no priced type; default 1
+	TypeCosts    map[string]float64 // units per job type
 	// Headers are the quota headers sent with every call's answer (200 and
 	// 429): the window's state after the call (SetQuotaHeaders). The
 	// zero value sends none.
@@ -57,7 +64,7 @@ type ServerConfig struct {
 // DefaultServerConfig returns a quota of 3000 units per 60 s and a cost of 1
 // per call.
 func DefaultServerConfig() ServerConfig {
-	return ServerConfig{API: APIWindow, BurstUnits: 5, Quota: 3000, Window: DefaultWindowSpan, DefaultCost: 1}
+	return ServerConfig{API: APIWindow, BurstUnits: 5, FillInterval: DefaultFillInterval, Quota: 3000, Window: DefaultWindowSpan, DefaultCost: 1}
 }
 
 // Validate reports every field that breaks its rule.
@@ -72,7 +79,7 @@ func (c ServerConfig) Validate() error {
 	if err := c.Headers.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sim: headers: %w", err))
 	}
-	errs = append(errs, validateAPI(c.API, c.BurstUnits, c.Headers)...)
+	errs = append(errs, apiSpec{api: c.API, quota: c.Quota, span: c.Window, burst: c.BurstUnits, fill: c.FillInterval, countRefused: c.CountRefused, headers: c.Headers}.validate()...)
 	if !(c.DefaultCost >= 0) || math.IsInf(c.DefaultCost, 0) {
 		errs = append(errs, fmt.Errorf("sim: default_cost: must be >= 0, got %v", c.DefaultCost))
 	}
@@ -92,7 +99,7 @@ type Stats struct {
 	AcceptedUnits    float64  `json:"accepted_units"`
 	AcceptedRequests int64    `json:"accepted_requests"`
 	Throttled        int64    `json:"throttled"`
-	WindowUnits      float64  `json:"window_units"` // units accepted in the last window (the sliding window's units now)
+	WindowUnits      float64  `json:"window_units"` // units accepted in the trailing window
 	Quota            float64  `json:"quota"`
 	WindowSeconds    float64  `json:"window_s"`
 	TooLarge         int64    `json:"too_large"`    // calls refused with 413: cost above the quota
@@ -108,10 +115,9 @@ type JobStats struct {
 }
 
 // Server is the model API over HTTP: each call costs units from the hidden
-// quota of a sliding Window, or of a leaky bucket (ServerConfig.API). A
-// call that fits is answered 200 and its units
-// enter the window; one that does not gets 429 with a Retry-After in whole
-// seconds (rounded up). With ServerConfig.Headers every answer to a call
+// quota of a sliding Window, a leaky bucket, a fixed window or a token
+// bucket (ServerConfig.API). A call that fits is answered 200; one that
+// does not gets 429 with a Retry-After in whole seconds (rounded up). With ServerConfig.Headers every answer to a call
 // carries the quota headers of that format. GET /stats returns Stats and GET /jobs the number
 // of accepted calls per job id. Every other request is a call, whatever its
 // method and path. The accounting is exact under concurrent calls: one
@@ -122,8 +128,8 @@ type Server struct {
 	log *slog.Logger
 
 	mu    sync.Mutex
-	win   Window // the quota of APIWindow; every accepted call with APILeaky
-	leaky *Leaky // the quota of APILeaky; nil with APIWindow
+	quota quotaModel
+	acc   Window // every accepted call, with no quota
 	stats Stats
 	jobs  map[string]int64
 }
@@ -142,11 +148,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.win = Window{Span: cfg.Window, Quota: cfg.Quota}
-	if cfg.API == APILeaky {
-		s.leaky = &Leaky{Span: cfg.Window, Quota: cfg.Quota, Burst: cfg.BurstUnits}
-		s.win.Quota = math.Inf(1)
-	}
+	spec := apiSpec{api: cfg.API, quota: cfg.Quota, span: cfg.Window, burst: cfg.BurstUnits, fill: cfg.FillInterval, countRefused: cfg.CountRefused}
+	s.quota = spec.model(s.now())
+	s.acc = Window{Span: cfg.Window, Quota: math.Inf(1)}
 	s.stats.Quota = cfg.Quota
 	s.stats.WindowSeconds = cfg.Window.Seconds()
 	return s, nil
@@ -187,9 +191,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	now := s.now()
 	ok, wait := s.take(now, cost)
-	SetQuotaHeaders(w.Header(), s.cfg.Headers, s.win.State(now), now)
+	if st, has := s.quota.(stater); has {
+		SetQuotaHeaders(w.Header(), s.cfg.Headers, st.State(now), now)
+	}
 	switch {
 	case ok:
+		s.acc.Take(now, cost)
 		s.stats.AcceptedUnits += cost
 		s.stats.AcceptedRequests++
 		if id == "" {
@@ -217,7 +224,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ok:
 		writeJSON(w, http.StatusOK, callReply{Accepted: true, Units: cost})
 	case wait < 0:
-		writeJSON(w, http.StatusRequestEntityTooLarge, callReply{Units: cost, Error: fmt.Sprintf("cost %v is above the quota %v", cost, s.cfg.Quota)})
+		writeJSON(w, http.StatusRequestEntityTooLarge, callReply{Units: cost, Error: fmt.Sprintf("cost %v is above what the api ever accepts at once (quota %v)", cost, s.cfg.Quota)})
 	default:
 		ra := RetryAfterSeconds(wait)
 		w.Header().Set("Retry-After", strconv.Itoa(ra))
@@ -225,20 +232,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// take decides a call of cost units at now: the window's rule, or the
-// leaky bucket's (a cost above the quota never fits either: 413).
+// take decides a call of cost units at now by the API's rule; a cost
+// above the quota (or the bucket's size) never fits: 413.
 func (s *Server) take(now time.Time, cost float64) (bool, time.Duration) {
-	if s.leaky == nil {
-		return s.win.Take(now, cost)
-	}
-	if cost > s.cfg.Quota {
+	if cost > s.cfg.Quota+windowEps {
 		return false, -1
 	}
-	ok, wait := s.leaky.Take(now, cost)
-	if ok {
-		s.win.Take(now, cost)
-	}
-	return ok, wait
+	return s.quota.Take(now, cost)
 }
 
 // cost returns the units of a call: the cost header, else the price of its
@@ -266,7 +266,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
-	st.WindowUnits = s.win.Used(s.now())
+	st.WindowUnits = s.acc.Used(s.now())
 	return st
 }
 

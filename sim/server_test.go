@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/call"
 )
 
 type fakeClock struct {
@@ -143,6 +145,65 @@ func TestServerLeaky(t *testing.T) {
 	}
 	if _, err := NewServer(ServerConfig{API: APILeaky, Quota: 1, Window: time.Minute, BurstUnits: -1}); err == nil || !strings.Contains(err.Error(), "burst_units") {
 		t.Fatalf("negative burst: %v", err)
+	}
+}
+
+// The fixed window, with refused calls counted, and Envoy's bucket over
+// HTTP: Retry-After to the reset and to the fill that makes room, rounded
+// up; the fixed window's quota headers count down to the reset.
+func TestServerFixedAndBucket(t *testing.T) {
+	type step struct {
+		at   time.Duration
+		cost string
+		code int
+		ra   string
+	}
+	check := func(name string, s *Server, clk *fakeClock, steps []step) {
+		t.Helper()
+		for i, st := range steps {
+			clk.Set(st.at)
+			rec := serve(t, s, map[string]string{"X-Cost": st.cost})
+			if rec.Code != st.code || rec.Header().Get("Retry-After") != st.ra {
+				t.Fatalf("%s, step %d (cost %s at %v): %d Retry-After %q, want %d %q", name, i, st.cost, st.at, rec.Code, rec.Header().Get("Retry-After"), st.code, st.ra)
+			}
+		}
+	}
+	fixed, clk := newTestServer(t, func(c *ServerConfig) {
+		c.API, c.Quota, c.Window, c.CountRefused = APIFixed, 5, 10*time.Second, true
+		c.Headers = call.RateLimitHeaders{Format: call.RateLimitX}
+	})
+	check("fixed", fixed, clk, []step{
+		{time.Second, "4", 200, ""},              // the window [1s, 11s)
+		{2 * time.Second, "2", 429, "9"},         // refused, and counted
+		{2500 * time.Millisecond, "1", 429, "9"}, // 8.5 s: rounded up
+		{11 * time.Second, "5", 200, ""},
+		{11 * time.Second, "6", 413, ""},
+	})
+	clk.Set(14 * time.Second)
+	rec := serve(t, fixed, map[string]string{"X-Cost": "0"})
+	if h := rec.Header(); h.Get("X-RateLimit-Remaining") != "0" || h.Get("X-RateLimit-Reset") != "7" || h.Get("X-RateLimit-Limit") != "5" {
+		t.Fatalf("fixed window's headers at 14s: %v", h)
+	}
+	if st := fixed.Stats(); st.AcceptedUnits != 9 || st.Throttled != 2 || st.TooLarge != 1 || st.WindowUnits != 5 {
+		t.Fatalf("fixed stats %+v", st)
+	}
+
+	bucket, clk := newTestServer(t, func(c *ServerConfig) {
+		c.API, c.Quota, c.BurstUnits, c.FillInterval = APIBucket, 120, 4, 2*time.Second // 4 tokens every 2 s
+	})
+	check("bucket", bucket, clk, []step{
+		{0, "4", 200, ""},
+		{500 * time.Millisecond, "1", 429, "2"}, // 1.5 s to the fill at 2s
+		{2 * time.Second, "3", 200, ""},
+		{2 * time.Second, "4", 429, "2"}, // 1 token: one more fill
+		{4 * time.Second, "5", 413, ""},  // above the bucket
+		{4 * time.Second, "4", 200, ""},
+	})
+	if _, err := NewServer(ServerConfig{API: APIBucket, Quota: 600, Window: time.Minute, BurstUnits: 5, FillInterval: time.Second}); err == nil || !strings.Contains(err.Error(), "burst_units") {
+		t.Fatalf("a bucket below one fill: %v", err)
+	}
+	if _, err := NewServer(ServerConfig{API: APIBucket, Quota: 600, Window: time.Minute, BurstUnits: 10, Headers: call.RateLimitHeaders{Format: call.RateLimitIETF}, FillInterval: time.Second}); err == nil || !strings.Contains(err.Error(), "headers") {
+		t.Fatalf("headers from a bucket: %v", err)
 	}
 }
 

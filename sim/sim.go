@@ -62,7 +62,8 @@ type event struct {
 	sentAt time.Duration       // evReach, evResponse
 	back   time.Duration       // evReach: the response's way back
 	ok     bool                // evResponse: accepted
-	ra     int                 // evResponse: Retry-After seconds of a 429
+	slot   bool                // evResponse: the call holds one of Config.Concurrency's slots
+	ra     int                 // evResponse: Retry-After seconds of a 429; 0: none
 	index  int                 // evScenario: index into Config.Events
 	units  float64             // evQuotaBack: the units returned
 	fleet  *limiter.FleetState // evFleet: the state that reaches inst
@@ -123,13 +124,17 @@ type runner struct {
 	q     eventQueue
 	seq   uint64
 	now   time.Duration
-	win   Window // the quota of APIWindow
-	leaky Leaky  // the quota of APILeaky
-	acc   Window // every accepted call, with no quota (APILeaky's used units)
-	sent  Window // every call that reached the API, with no quota
-	inst  []*instance
-	count int    // instances taking part
-	fleet *fleet // the shared controller of ShareFleet; nil for ShareLocal
+	api   quotaModel // the model API's quota
+	hints stater     // what the API's quota headers announce; nil when it sends none
+	acc   Window     // every accepted call, with no quota
+	// minute holds the accepted calls of the last minute for the quota
+	// meter: acc itself when the API's window is a minute.
+	minute *Window
+	sent   Window // every call that reached the API, with no quota
+	busy   int    // calls in flight, with Config.Concurrency
+	inst   []*instance
+	count  int    // instances taking part
+	fleet  *fleet // the shared controller of ShareFleet; nil for ShareLocal
 
 	demand   float64
 	meanCost float64
@@ -168,8 +173,7 @@ func newRunner(cfg Config, secs int, hook func(coreOp)) (*runner, error) {
 		cfg:    cfg,
 		lcfg:   cfg.limiterConfig(),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x5eed5107ce)),
-		win:    Window{Span: cfg.Window, Quota: cfg.Quota},
-		leaky:  Leaky{Span: cfg.Window, Quota: cfg.Quota, Burst: cfg.BurstUnits},
+		api:    cfg.apiSpec().model(epoch),
 		acc:    Window{Span: cfg.Window, Quota: math.Inf(1)},
 		sent:   Window{Span: cfg.Window, Quota: math.Inf(1)},
 		demand: cfg.Demand,
@@ -177,6 +181,11 @@ func newRunner(cfg Config, secs int, hook func(coreOp)) (*runner, error) {
 		hook:   hook,
 		accSec: make([]float64, secs),
 		thrSec: make([]int, secs),
+	}
+	r.hints, _ = r.api.(stater)
+	r.minute = &r.acc
+	if cfg.Window != time.Minute {
+		r.minute = &Window{Span: time.Minute, Quota: math.Inf(1)}
 	}
 	for _, c := range cfg.Costs {
 		r.meanCost += c
@@ -261,7 +270,7 @@ func (r *runner) addInstance(n int) error {
 }
 
 // scheduleArrival draws the next job arrival of in: a Poisson process with
-// demand/mean cost jobs per minute.
+// demand/mean cost jobs per minute, from the end of Config.Idle on.
 func (r *runner) scheduleArrival(in *instance) {
 	in.arrGen++
 	if !(r.demand > 0) {
@@ -269,7 +278,7 @@ func (r *runner) scheduleArrival(in *instance) {
 	}
 	perSec := r.demand / r.meanCost / 60
 	gap := time.Duration(r.rng.ExpFloat64() / perSec * 1e9)
-	r.schedule(&event{at: r.now + gap, kind: evArrival, inst: in, gen: in.arrGen})
+	r.schedule(&event{at: max(r.now, r.cfg.Idle) + gap, kind: evArrival, inst: in, gen: in.arrGen})
 }
 
 func (r *runner) handle(e *event) {
@@ -374,7 +383,9 @@ func (r *runner) settle(in *instance) {
 }
 
 // send puts j on the network at sentAt: it reaches the API after half the
-// round trip and its response comes back after the rest.
+// round trip and its response comes back after the rest. With
+// Config.Concurrency the round trip is the API's: the call reaches it at
+// once and holds it until the response arrives.
 func (r *runner) send(j *job, sentAt time.Duration) {
 	r.requests++
 	rt := r.cfg.Latency
@@ -382,19 +393,33 @@ func (r *runner) send(j *job, sentAt time.Duration) {
 		rt += time.Duration((r.rng.Float64()*2 - 1) * float64(r.cfg.Jitter))
 	}
 	there := rt / 2
+	if r.cfg.Concurrency > 0 {
+		there = 0
+	}
 	r.schedule(&event{at: sentAt + there, kind: evReach, job: j, sentAt: sentAt, back: rt - there})
 }
 
 // reach is the model API answering a call.
 func (r *runner) reach(e *event) {
 	r.sent.Take(r.vt(r.now), e.job.cost)
-	ok, wait := r.take(e.job.cost)
-	resp := &event{at: r.now + e.back, kind: evResponse, job: e.job, sentAt: e.sentAt, ok: ok}
-	resp.quota = r.quotaHint(resp.at)
 	sec := min(int(r.now/time.Second), len(r.accSec)-1)
+	resp := &event{at: r.now + e.back, kind: evResponse, job: e.job, sentAt: e.sentAt}
+	if r.cfg.Concurrency > 0 {
+		if r.busy >= r.cfg.Concurrency { // refused at once, with no Retry-After
+			r.throttled++
+			r.thrSec[sec]++
+			r.schedule(resp)
+			return
+		}
+		r.busy++
+		resp.slot = true
+	}
+	ok, wait := r.take(e.job.cost)
+	resp.ok = ok
+	resp.quota = r.quotaHint(resp.at)
 	if ok {
 		r.unitsAccepted += e.job.cost
-		if r.now >= r.cfg.SteadyFrom {
+		if r.now >= r.cfg.Idle+r.cfg.SteadyFrom {
 			r.unitsSteady += e.job.cost
 		}
 		r.accSec[sec] += e.job.cost
@@ -421,33 +446,33 @@ func (r *runner) quotaHint(at time.Duration) call.Quota {
 		r.hdr = http.Header{}
 	}
 	clear(r.hdr)
-	SetQuotaHeaders(r.hdr, r.cfg.Headers, r.win.State(r.vt(r.now)), r.vt(r.now))
+	SetQuotaHeaders(r.hdr, r.cfg.Headers, r.hints.State(r.vt(r.now)), r.vt(r.now))
 	return r.cfg.Headers.Parse(r.hdr, r.vt(at))
 }
 
 // take is the model API's quota deciding a call of units at r.now.
 func (r *runner) take(units float64) (bool, time.Duration) {
-	if r.cfg.API != APILeaky {
-		return r.win.Take(r.vt(r.now), units)
-	}
-	ok, wait := r.leaky.Take(r.vt(r.now), units)
+	ok, wait := r.api.Take(r.vt(r.now), units)
 	if ok {
 		r.acc.Take(r.vt(r.now), units)
+		if r.minute != &r.acc {
+			r.minute.Take(r.vt(r.now), units)
+		}
 	}
 	return ok, wait
 }
 
 // used returns the units accepted in the trailing window at r.now.
 func (r *runner) used() float64 {
-	if r.cfg.API != APILeaky {
-		return r.win.Used(r.vt(r.now))
-	}
 	return r.acc.Used(r.vt(r.now))
 }
 
 // response is the client reading the API's answer: the limiter observes it,
 // and the retry handler retries a 429 after its Retry-After.
 func (r *runner) response(e *event) {
+	if e.slot {
+		r.busy--
+	}
 	j := e.job
 	in := j.inst
 	if !in.active {
@@ -505,8 +530,7 @@ func (r *runner) setQuota() {
 		r.taken, q = 0, r.cfg.Quota
 	}
 	r.quota = q
-	r.win.Quota = q
-	r.leaky.Quota = q
+	r.api.setQuota(r.vt(r.now), q)
 	r.quotaLog = append(r.quotaLog, quotaStep{r.now, q})
 }
 
@@ -573,7 +597,7 @@ func (r *runner) sample() {
 	s.SumRate = append(s.SumRate, sum)
 	s.Quota = append(s.Quota, r.quota*float64(time.Minute)/float64(r.cfg.Window))
 	perMin := float64(time.Minute) / float64(r.cfg.Window)
-	s.Used = append(s.Used, r.used()*perMin)
+	s.Used = append(s.Used, r.minute.Used(r.vt(r.now)))
 	s.Sent = append(s.Sent, r.sent.Used(r.vt(r.now))*perMin)
 	s.Queue = append(s.Queue, queue)
 	k := int(r.now / time.Second)

@@ -10,12 +10,19 @@ import (
 // accepted in (now−Span, now] plus its own fit in Quota; its units then
 // enter the window at now and leave it at now+Span.
 //
+// With CountRefused, as HAProxy's stick-table counters do, a refused
+// request's units enter the window too: a client that keeps calling while
+// refused keeps the window full.
+//
 // Time is an argument: the simulator passes virtual instants, the test
 // server the real clock. Calls must not go back in time. A Window is not
 // safe for concurrent use; Server wraps one in a mutex.
 type Window struct {
 	Span  time.Duration // default 60s when zero
 	Quota float64       // units per Span; may change between calls
+	// CountRefused counts the units of a refused request in the window too
+	// (but not those of one above Quota, which never fits).
+	CountRefused bool
 
 	entries []windowEntry // accepted units in time order; entries[head:] are live
 	head    int
@@ -59,7 +66,8 @@ func (w *Window) expire(now time.Time) {
 	}
 }
 
-// Used returns the units accepted in (now−Span, now].
+// Used returns the units the window counts in (now−Span, now]: the
+// accepted ones, and with CountRefused the refused ones too.
 func (w *Window) Used(now time.Time) float64 {
 	w.expire(now)
 	return math.Max(0, w.sum)
@@ -67,9 +75,10 @@ func (w *Window) Used(now time.Time) float64 {
 
 // Take asks for units at now. It accepts them (ok) when they fit in the
 // quota with what the window holds. Otherwise wait is the exact time until
-// enough accepted units leave the window for these to fit, if nothing else
-// is accepted meanwhile; it is −1 when units exceed Quota and can never fit.
-// Zero units always fit.
+// enough units leave the window for these to fit, if nothing else is
+// counted meanwhile (with CountRefused, this refused call's own units
+// count); it is −1 when units exceed Quota and can never fit. Zero units
+// always fit.
 func (w *Window) Take(now time.Time, units float64) (ok bool, wait time.Duration) {
 	w.expire(now)
 	if !(units > 0) {
@@ -82,6 +91,10 @@ func (w *Window) Take(now time.Time, units float64) (ok bool, wait time.Duration
 	}
 	if units > w.Quota+windowEps {
 		return false, -1
+	}
+	if w.CountRefused {
+		w.entries = append(w.entries, windowEntry{at: now, units: units})
+		w.sum += units
 	}
 	excess := w.sum + units - w.Quota
 	var freed float64
@@ -102,3 +115,5 @@ func RetryAfterSeconds(wait time.Duration) int {
 	s := int(math.Ceil(wait.Seconds()))
 	return max(s, 1)
 }
+
+func (w *Window) setQuota(_ time.Time, q float64) { w.Quota = q }

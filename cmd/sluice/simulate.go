@@ -32,7 +32,13 @@ type simulateFlags struct {
 	initial   float64
 	scaleC    float64
 	api       string
+	window    time.Duration
 	burst     float64
+	fillEvery time.Duration
+	refused   bool
+	conc      int
+	latency   time.Duration
+	idle      time.Duration
 	fill      float64
 	slowStart bool
 	json      bool
@@ -43,6 +49,8 @@ type simulateFlags struct {
 	share     string
 	delay     time.Duration
 	headers   headersFlags
+	zoo       bool   // simzoo.go
+	seeds     string // simzoo.go
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -52,9 +60,21 @@ func newSimulateCmd() *cobra.Command {
 		Short: "Simulate the limiter against a model API with a hidden quota, in virtual time",
 		Long: `simulate runs model clients, each with its own limiter and a retry handler
 (3 retries after a 429, honouring Retry-After), against a model API that
-accepts at most --quota units in any sliding 60 s window and answers 429 with
-Retry-After beyond it. It runs in virtual time: 15 minutes take a fraction of a
-second, and the same flags and --seed always give the same output.
+accepts at most --quota units in any sliding --window (60 s) and answers 429
+with Retry-After beyond it. It runs in virtual time: 15 minutes take a fraction
+of a second, and the same flags and --seed always give the same output.
+
+Model APIs (--api): window, the sliding window; leaky, a gateway's leaky
+bucket (nginx limit_req) whose calls may go --burst-units ahead of the steady
+rate; fixed, a --window that resets (GitHub), Retry-After to the reset;
+bucket, Envoy's local rate limit: at most --burst-units tokens (default: one
+fill), refilled every --fill-interval with quota × interval / window tokens,
+Retry-After to the fill that makes room. --count-refused (window, fixed): a
+refused call counts against the quota too (HAProxy's stick-table counters).
+--concurrency N: the API also refuses a call, with a 429 and no Retry-After,
+when N calls are in flight; a call is in flight for its whole round trip
+(--latency, 100 ms). --idle D: the demand starts after D, and every figure
+counts from then.
 
 Scenarios: first-throttle, noisy-neighbor (half the quota taken from 5:00 to
 6:00), three-instances (a third instance joins at 5:00), no-limiter
@@ -70,7 +90,9 @@ requests, units_accepted, p95_wait_s, rejected, gave_up, recovery_s,
 time_to_90_s (null when there is no quota drop to recover from, or when 90%
 is never reached). --svg writes a chart. --compare runs every mode and share
 on every scenario (or on those --scenario, --mode and --share name) and
-prints one table.
+prints one table. --zoo runs every model API at several quotas and settings
+beside its oracle, the best fixed-rate pacer in hindsight, and prints one
+table (docs/simulator.md, "The zoo").
 --serve ADDR serves an interactive page of the simulation instead (see
 docs/ui.md). --headers ietf|x-ratelimit makes the model API send quota
 headers with every response and the limiters read them (docs/target.md,
@@ -85,20 +107,28 @@ time. See docs/simulator.md.`,
 	fl.StringVar(&f.scenario, "scenario", sim.ScenarioFirstThrottle, "scenario: "+strings.Join(sim.Scenarios, ", "))
 	fl.StringVar(&f.mode, "mode", "", "aimd, cubic, static or none (default: the scenario's, aimd except for no-limiter)")
 	fl.DurationVar(&f.duration, "duration", 15*time.Minute, "virtual length of the run")
-	fl.Float64Var(&f.quota, "quota", 3000, "hidden quota, units per 60 s (ramp: 30000)")
+	fl.Float64Var(&f.quota, "quota", 3000, "hidden quota, units per --window (ramp: 30000); with --zoo, the one quota to run, units per minute")
 	fl.IntVar(&f.instances, "instances", 2, "instances sharing the budget at the start")
 	fl.Float64Var(&f.demand, "demand", 2000, "units per minute offered to each instance (ramp: 20000)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random source")
 	fl.Float64Var(&f.initial, "initial", 0, "initial_units_per_minute of the whole budget (default: the scenario's, 1500; ramp 600)")
 	fl.Float64Var(&f.scaleC, "cubic-scale-constant", 0, "cubic.scale_constant, units/min per s³ (default: the limiter's default)")
 	f.headers.register(fl, "the model API sends them with every response and the limiters read them")
-	fl.StringVar(&f.api, "api", string(sim.APIWindow), "model API: window (a sliding window) or leaky (a gateway's leaky bucket; strict: leaky)")
-	fl.Float64Var(&f.burst, "burst-units", 5, "with --api leaky: units a call may go ahead of the steady rate")
+	fl.StringVar(&f.api, "api", string(sim.APIWindow), "model API: window (a sliding window), leaky (a gateway's leaky bucket; strict: leaky), fixed (a window that resets) or bucket (Envoy's token bucket); with --zoo, the one API to run")
+	fl.DurationVar(&f.window, "window", sim.DefaultWindowSpan, "the span of --quota: the sliding or fixed window")
+	fl.Float64Var(&f.burst, "burst-units", 5, "with --api leaky: units a call may go ahead of the steady rate; with --api bucket: the bucket's size (default one fill)")
+	fl.DurationVar(&f.fillEvery, "fill-interval", sim.DefaultFillInterval, "with --api bucket: how often quota × interval / window tokens are added")
+	fl.BoolVar(&f.refused, "count-refused", false, "with --api window or fixed: a refused call counts against the quota too")
+	fl.IntVar(&f.conc, "concurrency", 0, "the API refuses a call (429, no Retry-After) when this many are in flight; 0: no limit")
+	fl.DurationVar(&f.latency, "latency", 100*time.Millisecond, "mean round trip of a call (jitter ±20 ms, at most a fifth of it)")
+	fl.DurationVar(&f.idle, "idle", 0, "the demand starts after this; with --zoo, the idle rows' (default 60s; 0: none)")
 	fl.Float64Var(&f.fill, "initial-fill", 0, "initial_fill: the fraction of the bucket full at start (default: the limiter's default)")
 	fl.BoolVar(&f.slowStart, "slow-start", true, "slow_start (default: the limiter's default)")
 	fl.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
 	fl.StringVar(&f.svg, "svg", "", "write a chart of the run to this SVG file")
 	fl.BoolVar(&f.compare, "compare", false, "run every mode on every scenario and print a comparison table")
+	fl.BoolVar(&f.zoo, "zoo", false, "run every model API, quota and setting beside its oracle and print one table")
+	fl.StringVar(&f.seeds, "seeds", "1,7,23", "with --zoo: the seeds, comma-separated")
 	fl.StringVar(&f.serve, "serve", "", "serve the simulator page on this address, e.g. 127.0.0.1:8088 (docs/ui.md)")
 	fl.Float64Var(&f.speed, "speed", web.DefaultSimConfig().Speed, "with --serve: virtual seconds per real second at the start")
 	fl.StringVar(&f.share, "share", string(sim.ShareLocal), "local: one controller per instance; fleet: one controller for the whole budget (limiter.share.mode members)")
@@ -128,6 +158,16 @@ func (f simulateFlags) adjust(cmd *cobra.Command) (func(*sim.Config), error) {
 		return nil, fmt.Errorf("--burst-units: must be >= 0, got %v", f.burst)
 	case changed("initial-fill") && !(f.fill >= 0 && f.fill <= 1):
 		return nil, fmt.Errorf("--initial-fill: must be between 0 and 1, got %v", f.fill)
+	case f.window <= 0:
+		return nil, fmt.Errorf("--window: must be > 0, got %v", f.window)
+	case f.fillEvery <= 0:
+		return nil, fmt.Errorf("--fill-interval: must be > 0, got %v", f.fillEvery)
+	case f.conc < 0:
+		return nil, fmt.Errorf("--concurrency: must be >= 0, got %d", f.conc)
+	case f.latency <= 0:
+		return nil, fmt.Errorf("--latency: must be > 0, got %v", f.latency)
+	case f.idle < 0 || f.idle >= f.duration:
+		return nil, fmt.Errorf("--idle: must be >= 0 and less than --duration (%v), got %v", f.duration, f.idle)
 	}
 	share, err := sim.ParseShare(f.share)
 	if err != nil {
@@ -166,16 +206,29 @@ func (f simulateFlags) adjust(cmd *cobra.Command) (func(*sim.Config), error) {
 		if api != "" {
 			c.API = api
 		}
+		if changed("window") {
+			c.Window = f.window
+		}
+		c.FillInterval = f.fillEvery
 		if changed("burst-units") {
 			c.BurstUnits = f.burst
+		} else if c.API == sim.APIBucket {
+			c.BurstUnits = c.Quota * f.fillEvery.Seconds() / c.Window.Seconds()
 		}
+		c.CountRefused = f.refused
+		c.Concurrency = f.conc
+		if changed("latency") {
+			c.Latency = f.latency
+			c.Jitter = min(c.Jitter, f.latency/5)
+		}
+		c.Idle = f.idle
 		if changed("initial-fill") {
 			c.Limiter.InitialFill = f.fill
 		}
 		if changed("slow-start") {
 			c.Limiter.SlowStart = f.slowStart
 		}
-		if c.SteadyFrom >= c.Duration {
+		if c.Idle+c.SteadyFrom >= c.Duration {
 			c.SteadyFrom = 0
 		}
 	}, nil
@@ -194,6 +247,12 @@ func runSimulate(cmd *cobra.Command, f simulateFlags) error {
 	}
 	if _, err := sim.Scenario(f.scenario); err != nil {
 		return cli.UsageError(fmt.Errorf("--scenario: %w", err))
+	}
+	if f.zoo {
+		return runZoo(cmd, f, mode)
+	}
+	if cmd.Flags().Changed("seeds") {
+		return cli.UsageError(errors.New("--seeds: applies to --zoo only"))
 	}
 	if f.compare {
 		if f.json || f.svg != "" || f.serve != "" {
@@ -255,8 +314,12 @@ func runSimulate(cmd *cobra.Command, f simulateFlags) error {
 func writeSimSummary(w io.Writer, res *sim.Result) error {
 	c, s := res.Config, res.Summary
 	fmt.Fprintf(w, "scenario %s, mode %s, share %s, seed %d, %v of virtual time\n", c.Name, c.Mode, c.Share, c.Seed, c.Duration)
-	fmt.Fprintf(w, "hidden quota %v units per %v; %d instances, each offered %v units/min; initial rate %v units/min\n\n",
-		c.Quota, c.Window, c.Instances, c.Demand, c.Limiter.InitialUnitsPerMinute)
+	fmt.Fprintf(w, "api %s, hidden quota %v units per %v; %d instances, each offered %v units/min; initial rate %v units/min\n",
+		c.API, c.Quota, c.Window, c.Instances, c.Demand, c.Limiter.InitialUnitsPerMinute)
+	if c.Idle > 0 {
+		fmt.Fprintf(w, "the demand starts after %v of idle time; the figures count from then\n", c.Idle)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	opt := func(v *float64, none string) string {
 		if v == nil {

@@ -115,10 +115,76 @@ func TestSimulateFlagErrors(t *testing.T) {
 		{[]string{"--share", "cloud"}, "--share"},
 		{[]string{"--share", "fleet", "--share-delay", "-1s"}, "--share-delay"},
 		{[]string{"--svg", "/nonexistent/dir/x.svg", "--duration", "1m"}, "--svg"},
+		{[]string{"--api", "token"}, "--api"},
+		{[]string{"--window", "0s"}, "--window"},
+		{[]string{"--api", "bucket", "--fill-interval", "0s"}, "--fill-interval"},
+		{[]string{"--api", "bucket", "--burst-units", "1"}, "burst_units"},
+		{[]string{"--api", "leaky", "--count-refused"}, "count_refused"},
+		{[]string{"--concurrency", "-1"}, "--concurrency"},
+		{[]string{"--latency", "0s"}, "--latency"},
+		{[]string{"--idle", "20m"}, "--idle"},
+		{[]string{"--seeds", "1"}, "--seeds"},
+		{[]string{"--zoo", "--compare"}, "--zoo: cannot be combined with --compare"},
+		{[]string{"--zoo", "--window", "10s"}, "--zoo: cannot be combined with --window"},
+		{[]string{"--zoo", "--mode", "static"}, "--mode"},
+		{[]string{"--zoo", "--seeds", "1,x"}, "--seeds"},
 	} {
 		_, err := testkit.RunCLI(t.Context(), newRootCmd, append([]string{"simulate"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %s", c.args, err, c.want)
 		}
+	}
+}
+
+// The new model APIs and options run from the command line.
+func TestSimulateAPIs(t *testing.T) {
+	for _, args := range [][]string{
+		{"--api", "fixed", "--window", "10s", "--count-refused", "--idle", "30s"},
+		{"--api", "bucket", "--fill-interval", "2s"},
+		{"--api", "window", "--concurrency", "5", "--latency", "1s"},
+	} {
+		out, err := testkit.RunCLI(t.Context(), newRootCmd, append([]string{"simulate", "--duration", "3m", "--json"}, args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		var s struct{ Requests, Throttled int }
+		if err := json.Unmarshal([]byte(out), &s); err != nil || s.Requests == 0 {
+			t.Fatalf("%v: %s (%v)", args, out, err)
+		}
+	}
+	out, err := testkit.RunCLI(t.Context(), newRootCmd, "simulate", "--duration", "2m", "--api", "fixed", "--idle", "30s")
+	if err != nil || !strings.Contains(out, "api fixed,") || !strings.Contains(out, "the demand starts after 30s") {
+		t.Fatalf("summary: %v\n%s", err, out)
+	}
+}
+
+// A small zoo: one API, one quota, one controller, one seed, 2 minutes, no
+// idle row: a table of its three settings and the summary line; --json
+// gives the same cells.
+func TestSimulateZoo(t *testing.T) {
+	args := []string{"simulate", "--zoo", "--api", "bucket", "--quota", "900", "--mode", "aimd", "--seeds", "3", "--duration", "2m", "--idle", "0"}
+	out, err := testkit.RunCLI(t.Context(), newRootCmd, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, "\n| bucket | 900 | fill "); n != 3 {
+		t.Fatalf("want 3 rows:\n%s", out)
+	}
+	if !strings.Contains(out, "cells failing of 3") || !strings.Contains(out, "zoo 100% (6 of 6 jobs") || !strings.Contains(out, "Seeds 3;") {
+		t.Fatalf("no summary or progress:\n%s", out)
+	}
+	out, err = testkit.RunCLI(t.Context(), newRootCmd, append(args, "--json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z struct {
+		Cells []struct {
+			Setting string
+			Seeds   []struct{ Seed uint64 }
+		}
+	}
+	last := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
+	if err := json.Unmarshal([]byte(last), &z); err != nil || len(z.Cells) != 3 || z.Cells[2].Setting != "fill 60s, size 1 fill" || z.Cells[0].Seeds[0].Seed != 3 {
+		t.Fatalf("--json: %v\n%s", err, out)
 	}
 }

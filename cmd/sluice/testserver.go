@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,9 @@ import (
 type testserverFlags struct {
 	api         string
 	burst       float64
+	burstSet    bool // --burst-units was given
+	fill        time.Duration
+	refused     bool
 	quota       float64
 	window      time.Duration
 	listen      string
@@ -48,6 +52,14 @@ fit with 429 and a Retry-After of the seconds until it would (rounded up).
 --quota units per --window leak out at a steady rate, a call may go ahead of
 it by at most --burst-units, and one that does not fit gets 429 with a
 Retry-After of the whole seconds until it would (rounded up, at least 1).
+--api fixed is a window that resets (as GitHub's): the first call after a
+window ends opens one of --window, which accepts --quota units; a refused
+call's Retry-After is the seconds until it resets. --api bucket is Envoy's
+local rate limit: a bucket of --burst-units tokens (default: one fill), full
+at the start, that gains quota × --fill-interval / --window tokens at every
+--fill-interval; a refused call's Retry-After is the seconds until the fill
+that makes room. --count-refused (window, fixed): a refused call counts
+against the quota too, as HAProxy's stick-table counters do.
 
 Every request is a call, whatever its method and path, except GET /stats and
 GET /jobs. A call costs the X-Cost header's units, or its job type's price
@@ -64,12 +76,16 @@ unix). REMAINING is the units left in the window after the call, rounded
 down; RESET the seconds until the oldest units in the window leave it,
 rounded up.
 
+--headers applies to window and fixed (RESET: the seconds until the fixed
+window resets); leaky and bucket send no quota headers.
+
 GET /stats: accepted_units, accepted_requests, throttled, window_units,
 quota, window_s, too_large, bad_requests, jobs {distinct, duplicates,
 without_id}. On SIGINT or SIGTERM the server stops and prints the final
 stats as JSON. See docs/simulator.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.burstSet = cmd.Flags().Changed("burst-units")
 			cfg, err := f.config()
 			if err != nil {
 				return cli.UsageError(err)
@@ -93,10 +109,12 @@ stats as JSON. See docs/simulator.md.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.api, "api", string(sim.APIWindow), "model API: window (a sliding window) or leaky (a gateway's leaky bucket)")
-	fl.Float64Var(&f.burst, "burst-units", 5, "with --api leaky: units a call may go ahead of the steady rate")
+	fl.StringVar(&f.api, "api", string(sim.APIWindow), "model API: window (a sliding window), leaky (a gateway's leaky bucket), fixed (a window that resets) or bucket (Envoy's token bucket)")
+	fl.Float64Var(&f.burst, "burst-units", 5, "with --api leaky: units a call may go ahead of the steady rate; with --api bucket: the bucket's size (default one fill)")
+	fl.DurationVar(&f.fill, "fill-interval", sim.DefaultFillInterval, "with --api bucket: how often quota × interval / window tokens are added")
+	fl.BoolVar(&f.refused, "count-refused", false, "with --api window or fixed: a refused call counts against the quota too")
 	fl.Float64Var(&f.quota, "quota", 3000, "hidden quota, units per window")
-	fl.DurationVar(&f.window, "window", sim.DefaultWindowSpan, "length of the sliding window")
+	fl.DurationVar(&f.window, "window", sim.DefaultWindowSpan, "length of the sliding or fixed window, and the span of --quota")
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on")
 	fl.StringArrayVar(&f.typeCosts, "type-cost", nil, "price of a job type, TYPE=UNITS (repeatable)")
 	fl.Float64Var(&f.defaultCost, "default-cost", 1, "units of a call with no X-Cost and no priced type")
@@ -126,14 +144,29 @@ func (f testserverFlags) config() (sim.ServerConfig, error) {
 	if !(f.burst >= 0) || math.IsInf(f.burst, 0) {
 		return cfg, fmt.Errorf("--burst-units: must be >= 0, got %v", f.burst)
 	}
-	cfg.API, cfg.BurstUnits = api, f.burst
+	if f.refused && api != sim.APIWindow && api != sim.APIFixed {
+		return cfg, fmt.Errorf("--count-refused: applies to --api window or fixed, got --api %s", api)
+	}
+	cfg.API, cfg.BurstUnits, cfg.CountRefused = api, f.burst, f.refused
+	if api == sim.APIBucket {
+		if f.fill <= 0 {
+			return cfg, fmt.Errorf("--fill-interval: must be > 0, got %v", f.fill)
+		}
+		cfg.FillInterval = f.fill
+		fill := f.quota * f.fill.Seconds() / f.window.Seconds()
+		if !f.burstSet {
+			cfg.BurstUnits = fill
+		} else if f.burst < fill {
+			return cfg, fmt.Errorf("--burst-units: must be at least one fill's tokens (--quota × --fill-interval / --window = %v) with --api bucket, got %v", fill, f.burst)
+		}
+	}
 	cfg.Quota, cfg.Window, cfg.DefaultCost = f.quota, f.window, f.defaultCost
 	headers, err := f.headers.parse()
 	if err != nil {
 		return cfg, err
 	}
-	if api == sim.APILeaky && headers.Format != call.RateLimitNone {
-		return cfg, fmt.Errorf("--headers: --api leaky sends no quota headers, got %v", headers.Format)
+	if (api == sim.APILeaky || api == sim.APIBucket) && headers.Format != call.RateLimitNone {
+		return cfg, fmt.Errorf("--headers: --api %s sends no quota headers, got %v", api, headers.Format)
 	}
 	cfg.Headers = headers
 	for _, tc := range f.typeCosts {
@@ -160,7 +193,7 @@ func serveTestserver(ctx context.Context, ln net.Listener, cfg sim.ServerConfig,
 		return err
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(errOut, "sluice testserver: listening on http://%s (quota %v units per %v)\n", ln.Addr(), cfg.Quota, cfg.Window)
+	fmt.Fprintf(errOut, "sluice testserver: listening on http://%s (api %s, quota %v units per %v)\n", ln.Addr(), cmp.Or(cfg.API, sim.APIWindow), cfg.Quota, cfg.Window)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/internal/testkit"
@@ -34,11 +35,27 @@ func TestTestserverFlags(t *testing.T) {
 	if cfg, err = f.config(); err != nil || cfg.API != sim.APILeaky || cfg.BurstUnits != 3 {
 		t.Fatalf("--api leaky --burst-units 3: %+v, %v", cfg, err)
 	}
+	f = testserverFlags{api: "fixed", quota: 5000, window: 3600e9, refused: true, headers: headersFlags{format: "x-ratelimit"}}
+	if cfg, err = f.config(); err != nil || cfg.API != sim.APIFixed || !cfg.CountRefused || cfg.Window != time.Hour {
+		t.Fatalf("--api fixed --window 1h --count-refused: %+v, %v", cfg, err)
+	}
+	f = testserverFlags{api: "bucket", quota: 1200, window: 60e9, fill: 2e9}
+	if cfg, err = f.config(); err != nil || cfg.API != sim.APIBucket || cfg.BurstUnits != 40 || cfg.FillInterval != 2*time.Second {
+		t.Fatalf("--api bucket --fill-interval 2s: %+v, %v", cfg, err)
+	}
+	f.burst, f.burstSet = 100, true
+	if cfg, err = f.config(); err != nil || cfg.BurstUnits != 100 {
+		t.Fatalf("--api bucket --burst-units 100: %+v, %v", cfg, err)
+	}
 	for _, c := range []struct {
 		f    testserverFlags
 		want string
 	}{
-		{testserverFlags{api: "bucket", quota: 1, window: 1}, "--api"},
+		{testserverFlags{api: "token", quota: 1, window: 1}, "--api"},
+		{testserverFlags{api: "bucket", quota: 600, window: 60e9, fill: 1e9, burst: 9, burstSet: true}, "--burst-units: must be at least one fill's tokens (--quota × --fill-interval / --window = 10)"},
+		{testserverFlags{api: "bucket", quota: 600, window: 60e9}, "--fill-interval"},
+		{testserverFlags{api: "bucket", quota: 600, window: 60e9, fill: 1e9, headers: headersFlags{format: "ietf"}}, "--headers: --api bucket"},
+		{testserverFlags{api: "leaky", quota: 600, window: 60e9, refused: true}, "--count-refused"},
 		{testserverFlags{api: "leaky", burst: -1, quota: 1, window: 1}, "--burst-units"},
 		{testserverFlags{api: "leaky", quota: 1, window: 1, headers: headersFlags{format: "ietf"}}, "--headers"},
 		{testserverFlags{quota: 0, window: 1}, "--quota"},
