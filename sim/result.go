@@ -136,3 +136,36 @@ func round(v float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(v*p) / p
 }
+
+// sample records the state at a whole second.
+func (r *runner) sample() {
+	s := &r.series
+	s.T = append(s.T, r.now.Seconds())
+	rates := make([]float64, len(r.inst))
+	sum, queue := 0.0, 0
+	for i, in := range r.inst {
+		if !in.active || in.core == nil {
+			rates[i] = math.NaN()
+			continue
+		}
+		rates[i] = in.core.Rate()
+		sum += rates[i]
+		queue += in.core.QueueLen()
+	}
+	if r.cfg.Mode == ModeNone {
+		sum = math.NaN()
+	}
+	s.Rates = append(s.Rates, rates)
+	s.SumRate = append(s.SumRate, sum)
+	s.Quota = append(s.Quota, r.quota*float64(time.Minute)/float64(r.cfg.Window))
+	perMin := float64(time.Minute) / float64(r.cfg.Window)
+	s.Used = append(s.Used, r.minute.Used(r.vt(r.now)))
+	s.Sent = append(s.Sent, r.sent.Used(r.vt(r.now))*perMin)
+	s.Queue = append(s.Queue, queue)
+	k := int(r.now / time.Second)
+	thr := 0
+	if k > 0 && k-1 < len(r.thrSec) {
+		thr = r.thrSec[k-1]
+	}
+	s.Throttles = append(s.Throttles, thr)
+}

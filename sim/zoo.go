@@ -4,12 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -374,18 +372,44 @@ type zooKey struct {
 	seed    uint64
 }
 
+// zooJob is one simulation of the zoo: a cell's run for one seed, or the
+// search of a setting's oracle.
+type zooJob struct {
+	cost   float64 // the quota: the run's length in events
+	oracle bool
+	key    zooKey
+	mode   Mode
+}
+
 // RunZoo runs the grid of z, Workers simulations at a time, and marks
 // every cell against its oracle. The result does not depend on Workers.
 func RunZoo(ctx context.Context, z ZooConfig) (*Zoo, error) {
 	z.setDefaults()
-	type job struct {
-		cost   float64 // the quota: the run's length in events
-		oracle bool
-		key    zooKey
-		mode   Mode
+	jobs, cells, idx := z.plan()
+	oracles, runs, err := z.run(ctx, jobs)
+	if err != nil {
+		return nil, err
 	}
+	seedIndex := func(seed uint64) int { return slices.Index(z.Seeds, seed) }
+	for k, byMode := range runs {
+		o := oracles[zooKey{k.api, k.setting.base(), k.quota, k.seed}]
+		for m, s := range byMode {
+			feasible, misses := judge(s, o)
+			cells[idx[k][m]].Seeds[seedIndex(k.seed)] = ZooSeed{
+				Seed: k.seed, Summary: s, Oracle: o, Feasible: feasible, Pass: len(misses) == 0, Misses: misses,
+			}
+		}
+	}
+	out := &Zoo{Seeds: slices.Clone(z.Seeds), DurationS: z.Duration.Seconds(), Cells: cells}
+	out.tally()
+	return out, nil
+}
+
+// plan lists the zoo's cells and the jobs that fill them, the longest
+// first (an oracle's search is several runs), and where each run goes.
+func (z ZooConfig) plan() ([]zooJob, []ZooCell, map[zooKey]map[Mode]int) {
 	var (
-		jobs  []job
+		jobs  []zooJob
 		cells []ZooCell
 		idx   = map[zooKey]map[Mode]int{} // the cell of a run
 	)
@@ -394,7 +418,7 @@ func RunZoo(ctx context.Context, z ZooConfig) (*Zoo, error) {
 			for _, q := range z.Quotas {
 				if s.Idle == 0 {
 					for _, seed := range z.Seeds {
-						jobs = append(jobs, job{cost: q, oracle: true, key: zooKey{api, s.base(), q, seed}})
+						jobs = append(jobs, zooJob{cost: q, oracle: true, key: zooKey{api, s.base(), q, seed}})
 					}
 				}
 				for _, m := range z.Modes {
@@ -405,7 +429,7 @@ func RunZoo(ctx context.Context, z ZooConfig) (*Zoo, error) {
 							idx[k] = map[Mode]int{}
 						}
 						idx[k][m] = len(cells) - 1
-						jobs = append(jobs, job{cost: q, key: k, mode: m})
+						jobs = append(jobs, zooJob{cost: q, key: k, mode: m})
 					}
 				}
 			}
@@ -414,8 +438,7 @@ func RunZoo(ctx context.Context, z ZooConfig) (*Zoo, error) {
 	for i := range cells {
 		cells[i].Seeds = make([]ZooSeed, len(z.Seeds))
 	}
-	// The longest first: an oracle's search is several runs.
-	slices.SortStableFunc(jobs, func(a, b job) int {
+	slices.SortStableFunc(jobs, func(a, b zooJob) int {
 		ca, cb := a.cost, b.cost
 		if a.oracle {
 			ca *= 4
@@ -425,7 +448,12 @@ func RunZoo(ctx context.Context, z ZooConfig) (*Zoo, error) {
 		}
 		return cmp.Compare(cb, ca)
 	})
-	seedIndex := func(seed uint64) int { return slices.Index(z.Seeds, seed) }
+	return jobs, cells, idx
+}
+
+// run runs the jobs, Workers at a time, and returns the oracles and the
+// runs' summaries by cell key and mode.
+func (z ZooConfig) run(ctx context.Context, jobs []zooJob) (map[zooKey]Oracle, map[zooKey]map[Mode]Summary, error) {
 	var (
 		mu      sync.Mutex
 		oracles = map[zooKey]Oracle{}
@@ -475,21 +503,16 @@ func RunZoo(ctx context.Context, z ZooConfig) (*Zoo, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for k, byMode := range runs {
-		o := oracles[zooKey{k.api, k.setting.base(), k.quota, k.seed}]
-		for m, s := range byMode {
-			feasible, misses := judge(s, o)
-			cells[idx[k][m]].Seeds[seedIndex(k.seed)] = ZooSeed{
-				Seed: k.seed, Summary: s, Oracle: o, Feasible: feasible, Pass: len(misses) == 0, Misses: misses,
-			}
-		}
-	}
-	out := &Zoo{Seeds: slices.Clone(z.Seeds), DurationS: z.Duration.Seconds(), Cells: cells}
+	return oracles, runs, nil
+}
+
+// tally marks each cell and counts the zoo's totals.
+func (out *Zoo) tally() {
 	for i := range out.Cells {
 		c := &out.Cells[i]
 		c.Pass = true
@@ -513,70 +536,4 @@ func RunZoo(ctx context.Context, z ZooConfig) (*Zoo, error) {
 			}
 		}
 	}
-	return out, nil
-}
-
-// WriteTable writes the zoo as one Markdown table, a row per cell with
-// the seeds' figures in the order of Seeds, and a summary line.
-func (z *Zoo) WriteTable(w io.Writer) error {
-	var b strings.Builder
-	seeds := make([]string, len(z.Seeds))
-	for i, s := range z.Seeds {
-		seeds[i] = strconv.FormatUint(s, 10)
-	}
-	fmt.Fprintf(&b, "Seeds %s; each column lists one figure per seed, in that order.\n\n", strings.Join(seeds, ", "))
-	b.WriteString("| api | quota/min | setting | controller | utilization_steady | time_to_90_s | throttled | oracle rate ÷ quota | oracle utilization | feasible | mark |\n")
-	b.WriteString("|---|---:|---|---|---|---|---|---|---|---|---|\n")
-	for _, c := range z.Cells {
-		var util, t90, thr, ofrac, outil []string
-		feasible := 0
-		var misses []string
-		for _, s := range c.Seeds {
-			util = append(util, strconv.FormatFloat(s.Summary.UtilizationSteady, 'f', 3, 64))
-			t90 = append(t90, optSeconds(s.Summary.TimeTo90Seconds))
-			thr = append(thr, strconv.Itoa(s.Summary.Throttled))
-			if s.Oracle.Found {
-				ofrac = append(ofrac, strconv.FormatFloat(s.Oracle.Fraction, 'f', 3, 64))
-				outil = append(outil, strconv.FormatFloat(s.Oracle.UtilizationSteady, 'f', 3, 64))
-			} else {
-				ofrac, outil = append(ofrac, "none"), append(outil, "–")
-			}
-			if s.Feasible {
-				feasible++
-			}
-			if !s.Pass {
-				misses = append(misses, fmt.Sprintf("%d: %s", s.Seed, strings.Join(s.Misses, ", ")))
-			}
-		}
-		mark := "PASS"
-		if !c.Pass {
-			mark = "FAIL (" + strings.Join(misses, "; ") + ")"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d | %s |\n",
-			c.API, thousands(c.Quota), c.Setting, c.Mode,
-			strings.Join(util, " "), strings.Join(t90, " "), strings.Join(thr, " "),
-			strings.Join(ofrac, " "), strings.Join(outil, " "), feasible, len(c.Seeds), mark)
-	}
-	fmt.Fprintf(&b, "\nzoo: %d cells failing of %d (%d with a feasible seed missing its target, %d only on other seeds); %d of %d seeds feasible; runs of %s\n",
-		z.Failing, len(z.Cells), z.FailingFeasible, z.FailingOther, z.FeasibleSeeds, z.TotalSeeds, shortDuration(time.Duration(z.DurationS*float64(time.Second))))
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// shortDuration formats d in whole seconds below 10 minutes (60s), else
-// in minutes (15m) when it is whole minutes.
-func shortDuration(d time.Duration) string {
-	if d >= 10*time.Minute && d%time.Minute == 0 {
-		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
-	}
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
-}
-
-// thousands formats a whole number with commas: 45,000.
-func thousands(v float64) string {
-	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
-	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
