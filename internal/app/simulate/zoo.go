@@ -1,14 +1,14 @@
-package main
+package simulate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/internal/app/cli"
 	"github.com/sluicehq/sluice/sim"
@@ -24,17 +24,16 @@ var zooIgnores = []string{
 
 // runZoo is `sluice simulate --zoo`: the grid of sim.RunZoo, narrowed by
 // --api, --mode and --quota, with the limiter flags applied to every run.
-func runZoo(cmd *cobra.Command, f simulateFlags, mode sim.Mode) error {
-	changed := cmd.Flags().Changed
+func runZoo(ctx context.Context, o Options, mode sim.Mode, out, errOut io.Writer) error {
 	for _, name := range zooIgnores {
-		if changed(name) {
+		if o.changed(name) {
 			return cli.UsageError(fmt.Errorf("--zoo: cannot be combined with --%s", name))
 		}
 	}
 	z := sim.DefaultZooConfig()
-	z.Duration = f.duration
-	if changed("api") {
-		api, err := sim.ParseAPI(f.api)
+	z.Duration = o.Duration
+	if o.changed("api") {
+		api, err := sim.ParseAPI(o.API)
 		if err != nil {
 			return cli.UsageError(fmt.Errorf("--api: %w", err))
 		}
@@ -46,36 +45,35 @@ func runZoo(cmd *cobra.Command, f simulateFlags, mode sim.Mode) error {
 		}
 		z.Modes = []sim.Mode{mode}
 	}
-	if changed("quota") {
-		z.Quotas = []float64{f.quota}
+	if o.changed("quota") {
+		z.Quotas = []float64{o.Quota}
 	}
-	if changed("idle") {
-		z.Idle = f.idle
-		if f.idle == 0 {
+	if o.changed("idle") {
+		z.Idle = o.Idle
+		if o.Idle == 0 {
 			z.Idle = -1
 		}
 	}
-	seeds, err := parseSeeds(f.seeds)
+	seeds, err := parseSeeds(o.Seeds)
 	if err != nil {
 		return cli.UsageError(err)
 	}
 	z.Seeds = seeds
-	if changed("initial") {
-		z.Limiter.InitialUnitsPerMinute = f.initial
+	if o.changed("initial") {
+		z.Limiter.InitialUnitsPerMinute = o.Initial
 	}
-	if changed("cubic-scale-constant") {
-		z.Limiter.CUBIC.ScaleConstant = f.scaleC
+	if o.changed("cubic-scale-constant") {
+		z.Limiter.CUBIC.ScaleConstant = o.CubicScaleConstant
 	}
-	if changed("initial-fill") {
-		z.Limiter.InitialFill = f.fill
+	if o.changed("initial-fill") {
+		z.Limiter.InitialFill = o.InitialFill
 	}
-	if changed("slow-start") {
-		z.Limiter.SlowStart = f.slowStart
+	if o.changed("slow-start") {
+		z.Limiter.SlowStart = o.SlowStart
 	}
 	if err := z.Limiter.Validate(); err != nil {
 		return cli.UsageError(err)
 	}
-	errOut := cmd.ErrOrStderr()
 	start := time.Now()
 	lastTenth := 0
 	z.Progress = func(done, total int) {
@@ -84,13 +82,12 @@ func runZoo(cmd *cobra.Command, f simulateFlags, mode sim.Mode) error {
 			fmt.Fprintf(errOut, "sluice simulate: zoo %d%% (%d of %d jobs, %s)\n", tenth*10, done, total, time.Since(start).Round(time.Second))
 		}
 	}
-	res, err := sim.RunZoo(cmd.Context(), z)
+	res, err := sim.RunZoo(ctx, z)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(errOut, "sluice simulate: zoo done in %s\n", time.Since(start).Round(time.Second))
-	out := cmd.OutOrStdout()
-	if f.json {
+	if o.JSON {
 		b, err := json.Marshal(res)
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package main
+package simulate
 
 import (
 	"context"
@@ -7,11 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/internal/app/cli"
 	"github.com/sluicehq/sluice/internal/app/run"
@@ -19,39 +14,37 @@ import (
 	"github.com/sluicehq/sluice/web"
 )
 
-// serveSimulator is `sluice simulate --serve ADDR`: the simulator page,
-// each page's run starting from start (the flags' scenario, mode, quota,
-// instances and demand), until SIGINT or SIGTERM.
-func serveSimulator(cmd *cobra.Command, f simulateFlags, start sim.Config) error {
-	if f.json || f.svg != "" || f.compare {
+// servePage is `sluice simulate --serve ADDR`: the simulator page, each
+// page's run starting from start (the flags' scenario, mode, quota,
+// instances and demand), until ctx ends.
+func servePage(ctx context.Context, o Options, start sim.Config, errOut io.Writer) error {
+	if o.JSON || o.SVG != "" || o.Compare {
 		return cli.UsageError(errors.New("--serve: cannot be combined with --json, --svg or --compare"))
 	}
 	cfg := web.DefaultSimConfig()
 	cfg.Start = start
-	cfg.Speed = f.speed
+	cfg.Speed = o.Speed
 	if err := cfg.Validate(); err != nil {
-		if !(f.speed >= web.MinSpeed && f.speed <= web.MaxSpeed) {
-			return cli.UsageError(fmt.Errorf("--speed: must be in [%v, %v], got %v", web.MinSpeed, web.MaxSpeed, f.speed))
+		if !(o.Speed >= web.MinSpeed && o.Speed <= web.MaxSpeed) {
+			return cli.UsageError(fmt.Errorf("--speed: must be in [%v, %v], got %v", web.MinSpeed, web.MaxSpeed, o.Speed))
 		}
 		return cli.UsageError(err)
 	}
 	if start.Instances > sim.MaxLiveInstances {
 		return cli.UsageError(fmt.Errorf("--instances: must be at most %d with --serve, got %d", sim.MaxLiveInstances, start.Instances))
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", f.serve)
+	ln, err := lc.Listen(ctx, "tcp", o.Serve)
 	if err != nil {
 		return fmt.Errorf("--serve: %w", err)
 	}
-	cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return serveSimulatorOn(ctx, ln, cfg, cmd.ErrOrStderr())
+	cfg.Log = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return ServePage(ctx, ln, cfg, errOut)
 }
 
-// serveSimulatorOn serves the simulator page on ln until ctx is done, then
-// ends every session's stream and shuts the server down.
-func serveSimulatorOn(ctx context.Context, ln net.Listener, cfg web.SimConfig, errOut io.Writer) error {
+// ServePage serves the simulator page on ln until ctx is done, then ends
+// every session's stream and shuts the server down.
+func ServePage(ctx context.Context, ln net.Listener, cfg web.SimConfig, errOut io.Writer) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
