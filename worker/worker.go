@@ -168,7 +168,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Pull in batches of at least half of MaxInFlight: one receive
 	// per freed slot would cost a round trip to the queue per job.
 	batch := max(1, w.cfg.MaxInFlight/2)
-	hs := &handlers{work: make(chan sources.Message), max: w.cfg.MaxInFlight, handle: func(m sources.Message) {
+	hs := &handlers{work: make(chan sources.Message), handle: func(m sources.Message) {
 		w.handle(ctx, reqCtx, m)
 		w.held(-1)
 		<-slots
@@ -234,35 +234,47 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// handlers run the jobs that Run hands them, one at a time each, and live
-// until stop: a goroutine per job would grow a new stack for every job, as
-// deep as an HTTP call needs. There are at most max of them, started as
-// the jobs held grow.
+// handlers run the jobs that Run hands them, one at a time each. A
+// handler takes the next job while jobs keep coming and returns once it
+// has waited handlerIdle for one: a goroutine per job would grow a new
+// stack for every job, as deep as an HTTP call needs, and a handler that
+// lived until stop would keep its grown stack while Run waits for room
+// for a batch (about half of them wait at any time in a flood).
 type handlers struct {
 	work   chan sources.Message
-	max, n int
 	handle func(sources.Message) // the job's whole path, slot freed
 	wg     sync.WaitGroup
 }
 
+// handlerIdle is how long a handler waits for its next job: longer than a
+// receive of the next batch takes, shorter than the garbage collector's
+// pace in a steady drain, which would otherwise shrink the idle stacks
+// only for the next job to grow them again.
+const handlerIdle = 2 * time.Millisecond
+
 // give hands m, which holds a slot, to an idle handler or a new one.
+// Handlers are at most the jobs held and the ones on their way back.
 func (h *handlers) give(m sources.Message) {
 	select {
 	case h.work <- m:
 		return
 	default:
 	}
-	if h.n == h.max {
-		// Every handler exists and m holds a slot, so one of them has
-		// freed its own and is on its way back.
-		h.work <- m
-		return
-	}
-	h.n++
 	first := m // m itself would move to the heap on every call
 	h.wg.Go(func() {
-		for m, ok := first, true; ok; m, ok = <-h.work {
-			h.handle(m)
+		h.handle(first)
+		idle := time.NewTimer(handlerIdle)
+		for {
+			select {
+			case m, ok := <-h.work:
+				if !ok {
+					return
+				}
+				h.handle(m)
+				idle.Reset(handlerIdle)
+			case <-idle.C:
+				return
+			}
 		}
 	})
 }
