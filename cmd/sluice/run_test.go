@@ -441,6 +441,11 @@ func TestRunShutdownLosesNothing(t *testing.T) {
 		release <- struct{}{}
 	}
 	testkit.Eventually(t, "10 jobs completed", func() bool { mu.Lock(); defer mu.Unlock(); return len(completedRun1) == 10 })
+	// The target has answered them; the stop comes once the worker has
+	// settled them too, not while an answer is still on its way to it.
+	testkit.Eventually(t, "10 jobs settled", func() bool {
+		return jobOutcomes(t, reg1)[worker.OutcomeSucceeded.String()] == 10
+	})
 	r1.stop(t)
 
 	// Every job the first worker held was settled: acked after its
