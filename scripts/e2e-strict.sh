@@ -42,20 +42,7 @@ cd "$(dirname "$0")/.."
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-e2e-strict.XXXXXX")
 pids=""
 
-stop() {
-	pid=$1
-	kill -TERM "$pid" 2>/dev/null || return 0
-	i=0
-	while kill -0 "$pid" 2>/dev/null; do
-		i=$((i + 1))
-		if [ "$i" -gt 450 ]; then
-			kill -KILL "$pid" 2>/dev/null || true
-			break
-		fi
-		sleep 0.1
-	done
-	wait "$pid" 2>/dev/null || true
-}
+. scripts/e2e-lib.sh
 
 cleanup() {
 	status=$?
@@ -105,55 +92,7 @@ wait_log "$work/testserver.log" "listening on http://" "the testserver"
 api=$(sed -n 's|.*listening on \(http://[0-9.:]*\).*|\1|p' "$work/testserver.log" | head -n 1)
 
 # The gateway, on the first free port it can bind.
-mkdir -p "$work/nginx/logs" "$work/nginx/tmp"
-user_line=""
-[ "$(id -u)" != 0 ] || user_line="user root;"
-gw=""
-for try in 1 2 3 4 5 6 7 8 9 10; do
-	port=$(awk -v s="$$$try" 'BEGIN { srand(s); printf "%d", 20000 + int(rand() * 40000) }')
-	cat >"$work/nginx/nginx.conf" <<EOF
-$user_line
-worker_processes 1;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/logs/error.log notice;
-events { worker_connections 1024; }
-http {
-    access_log $work/nginx/logs/access.log;
-    client_body_temp_path $work/nginx/tmp/body;
-    proxy_temp_path $work/nginx/tmp/proxy;
-    fastcgi_temp_path $work/nginx/tmp/fastcgi;
-    uwsgi_temp_path $work/nginx/tmp/uwsgi;
-    scgi_temp_path $work/nginx/tmp/scgi;
-    limit_req_zone \$binary_remote_addr zone=api:1m rate=${RATE}r/s;
-    server {
-        listen 127.0.0.1:$port;
-        location / {
-            limit_req zone=api burst=$BURST;
-            limit_req_status 429;
-            error_page 429 = @throttled;
-            proxy_pass $api;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-        location @throttled {
-            add_header Retry-After 1 always;
-            return 429 "throttled\n";
-        }
-    }
-}
-EOF
-	"$NGINX" -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' 2>>"$work/nginx/logs/stderr.log" &
-	npid=$!
-	sleep 0.5
-	if kill -0 "$npid" 2>/dev/null && curl -fsS -o /dev/null "http://127.0.0.1:$port/stats" 2>/dev/null; then
-		started $npid
-		gw=http://127.0.0.1:$port
-		break
-	fi
-	stop "$npid"
-done
-[ -n "$gw" ] || { echo "e2e-strict: nginx did not start; its log:" >&2; tail -n 20 "$work/nginx/logs/error.log" "$work/nginx/logs/stderr.log" >&2; exit 1; }
-sleep 1 # let the probe's slot leak out of the gateway's bucket
+start_nginx "$work/nginx" "$RATE" "$BURST" "$api" started || exit 1
 
 # A config that names only the source and the target.
 cat >"$work/sluice.yaml" <<EOF
@@ -202,7 +141,7 @@ stats=$(curl -fsS "$api/stats")
 distinct=$(field distinct "$stats")
 duplicates=$(field duplicates "$stats")
 accepted=$(field accepted_requests "$stats")
-throttled=$(awk '$9 == 429 { n++ } END { print n + 0 }' "$work/nginx/logs/access.log")
+throttled=$(awk '$1 == 429 { n++ } END { print n + 0 }' "$work/nginx/logs/access.log")
 echo
 echo "jobs            $distinct of $JOBS answered 200 ($duplicates answered twice or more), $accepted calls reached the API"
 echo "throttled       $throttled (429 from nginx; limit $MAX_THROTTLED)"

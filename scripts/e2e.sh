@@ -47,21 +47,7 @@ pids=""
 
 # stop TERMs a process, waits for it (up to 45 s: a worker may take its
 # shutdown_timeout, 30 s), then kills it.
-stop() {
-	pid=$1
-	kill -TERM "$pid" 2>/dev/null || return 0
-	i=0
-	while kill -0 "$pid" 2>/dev/null; do
-		i=$((i + 1))
-		if [ "$i" -gt 450 ]; then
-			echo "e2e: process $pid did not stop after 45 s; killing it" >&2
-			kill -KILL "$pid" 2>/dev/null || true
-			break
-		fi
-		sleep 0.1
-	done
-	wait "$pid" 2>/dev/null || true
-}
+. scripts/e2e-lib.sh
 
 cleanup() {
 	status=$?
