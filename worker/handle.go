@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources"
 )
 
@@ -32,103 +32,168 @@ type delivery struct {
 	typeLabel string
 	// log is the job's logger, built by jobLog on the first line.
 	log *slog.Logger
+	// facts, dec and resp: the last attempt's facts, the decision taken
+	// on them, and the response that settling the job uses.
+	facts   Facts
+	dec     Decision
+	resp    call.Response
+	sendErr error // what Target.Send returned with resp
+	// keep: the delivery's place in the keeper's list (keepalive.go).
+	keep keepEntry
 }
 
 // handle takes one message from receipt to settlement: it decides, with
 // the ack deadline kept alive, then performs the decision once.
+//
+// The functions between a handler and the target's Send (handle, deliver,
+// attempt) keep small frames, and the steps that need room (decoding,
+// checks, recording an attempt, settling) run in functions of their own
+// that return before the call: the whole depth of a call, net/http's
+// included, fits in a new goroutine's first stack, which would otherwise
+// be copied to one twice as large on every handler's first job, and again
+// after the garbage collector shrank the stack of a handler that waited.
 func (w *Worker) handle(ctx, reqCtx context.Context, m sources.Message) {
-	d := &delivery{msg: m, received: time.Now(), trace: w.startJob(m.ID(), m.Headers(), m.DeliveryCount())}
-	stopKeepAlive := w.keepAlive(m)
-	dec, resp := w.deliver(ctx, reqCtx, d)
-	stopKeepAlive()
-	w.settleWith(ctx, d, dec, resp)
+	d := w.begin(m)
+	w.deliver(ctx, reqCtx, d)
+	w.finish(ctx, d)
+}
+
+// begin starts the delivery of m: its trace, and its ack deadline kept
+// alive until finish.
+//
+//go:noinline
+func (w *Worker) begin(m sources.Message) *delivery {
+	now := time.Now()
+	d := &delivery{msg: m, received: now, trace: w.startJob(m.ID(), m.Headers(), m.DeliveryCount())}
+	w.keeper.add(d, now)
+	return d
+}
+
+// finish stops keeping d alive and performs the decision taken on it.
+//
+//go:noinline
+func (w *Worker) finish(ctx context.Context, d *delivery) {
+	w.keeper.remove(d)
+	w.settleWith(ctx, d, d.dec, d.resp)
 }
 
 // deliver decodes and checks the job, then runs its attempts until a
-// decision settles it. Only the waits and the calls happen here.
-func (w *Worker) deliver(ctx, reqCtx context.Context, d *delivery) (Decision, call.Response) {
+// decision settles it, in d.dec. Only the waits and the calls happen here.
+func (w *Worker) deliver(ctx, reqCtx context.Context, d *delivery) {
+	if !w.accept(d) {
+		return
+	}
+	for w.attempt(ctx, reqCtx, d) && w.backOff(ctx, d) {
+	}
+}
+
+// accept decodes d's job and checks that it can be sent; if not, d.dec
+// dead-letters it.
+//
+//go:noinline
+func (w *Worker) accept(d *delivery) bool {
 	job, err := w.dec.Decode(d.msg.ID(), d.msg.Headers(), d.msg.Data())
 	d.job = job
 	d.typeLabel = w.typeLabel(job.Type)
 	d.trace.setJob(job.ID, d.typeLabel)
+	if err == nil {
+		if c, ok := w.deps.Target.(Checker); ok {
+			err = c.Check(job.request())
+		}
+	}
+	if err == nil {
+		if err = w.checkCost(job); err != nil {
+			w.jobLog(d).Warn("job cost above the limiter's cost bound; dead-lettering it", "units", job.Cost, "err", err)
+		}
+	}
 	if err != nil {
-		return w.invalid(d, err), call.Response{}
+		d.dec = w.invalid(d, err)
+		return false
 	}
-	if c, ok := w.deps.Target.(Checker); ok {
-		if err := c.Check(job.request()); err != nil {
-			return w.invalid(d, err), call.Response{}
-		}
+	return true
+}
+
+// backOff waits d.dec.Delay before the next attempt. If the worker stops
+// meanwhile, it decides again, shutting down, and returns false.
+//
+//go:noinline
+func (w *Worker) backOff(ctx context.Context, d *delivery) bool {
+	if w.debug() {
+		w.jobLog(d).Debug("backing off", "attempt", d.attempts, "status", d.resp.Status, "wait", d.dec.Delay)
 	}
-	if err := w.checkCost(job); err != nil {
-		w.jobLog(d).Warn("job cost above the limiter's cost bound; dead-lettering it", "units", job.Cost, "err", err)
-		return w.invalid(d, err), call.Response{}
-	}
-	for {
-		f, resp := w.attempt(ctx, reqCtx, d)
-		if f.Step == StepInvalid {
-			return w.invalid(d, resp.err), call.Response{}
-		}
-		dec := Decide(w.cfg, f)
-		if dec.Action != ActionRetry {
-			return dec, resp.Response
-		}
-		w.jobLog(d).Debug("backing off", "attempt", d.attempts, "status", resp.Status, "wait", dec.Delay)
-		t := time.NewTimer(dec.Delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			f.ShuttingDown = true
-			return Decide(w.cfg, f), resp.Response
-		}
+	t := time.NewTimer(d.dec.Delay)
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		t.Stop()
+		d.facts.ShuttingDown = true
+		d.dec = Decide(w.cfg, d.facts)
+		return false
 	}
 }
 
-// sent is a response with the error Send returned beside it.
-type sent struct {
-	call.Response
-	err error
-}
-
-// attempt waits for the job's units and calls the target once, and
-// returns the facts of the attempt.
-func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery) (Facts, sent) {
-	job := d.job
-	facts := func(step Step, o call.Outcome) Facts {
-		return Facts{Step: step, Call: o, Attempts: d.attempts, Deliveries: d.msg.DeliveryCount(),
-			ShuttingDown: ctx.Err() != nil, Jitter: w.jitter()}
-	}
-	var observe func(call.Outcome)
-	if lim := w.deps.Limiter; lim != nil {
-		ticket, err := lim.Wait(ctx, job.Cost)
-		if err != nil {
-			if ctx.Err() == nil {
-				w.jobLog(d).Debug("limiter rejected the job", "units", job.Cost, "err", err)
-			}
-			return facts(StepRejected, call.Outcome{}), sent{}
-		}
-		observe = func(o call.Outcome) { lim.Observe(ticket, o) }
+// attempt waits for the job's units and calls the target once, then
+// decides on the facts of the attempt (d.facts, d.dec, d.resp). It
+// reports whether to retry after d.dec.Delay.
+func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery) bool {
+	ticket, ok := w.grant(ctx, d)
+	if !ok {
+		return false
 	}
 	d.attempts++
 	start := time.Now()
-	actx, endSpan := d.trace.startAttempt(reqCtx, d.attempts, job.Method)
-	resp, err := w.deps.Target.Send(actx, job.request())
+	actx, endSpan := d.trace.startAttempt(reqCtx, d.attempts, d.job.Method)
+	d.resp, d.sendErr = w.deps.Target.Send(actx, d.job.request())
+	return w.called(ctx, d, ticket, start, endSpan)
+}
+
+// grant waits for the units of d's job. When the limiter rejects the job
+// (or the worker stops meanwhile), d.dec says what to do with it.
+//
+//go:noinline
+func (w *Worker) grant(ctx context.Context, d *delivery) (limiter.Ticket, bool) {
+	lim := w.deps.Limiter
+	if lim == nil {
+		return limiter.Ticket{}, true
+	}
+	ticket, err := lim.Wait(ctx, d.job.Cost)
+	if err == nil {
+		return ticket, true
+	}
+	if ctx.Err() == nil && w.debug() {
+		w.jobLog(d).Debug("limiter rejected the job", "units", d.job.Cost, "err", err)
+	}
+	d.resp, d.sendErr = call.Response{}, nil
+	d.facts = w.facts(ctx, d, StepRejected, call.Outcome{})
+	d.dec = Decide(w.cfg, d.facts)
+	return ticket, false
+}
+
+// called records the attempt that started at start, whose response and
+// error Send left in d, and decides on it (see attempt).
+//
+//go:noinline
+func (w *Worker) called(ctx context.Context, d *delivery, ticket limiter.Ticket, start time.Time, endSpan func(status int, result string, err error)) bool {
+	resp, err := &d.resp, d.sendErr
 	var se *call.StatusError
 	switch {
 	case isInvalid(err):
 		// Never sent, so there is no outcome to report.
 		endSpan(0, ReasonInvalidRequest.String(), err)
-		return Facts{Step: StepInvalid}, sent{err: err}
+		d.dec = w.invalid(d, err)
+		*resp = call.Response{}
+		return false
 	case err != nil && !errors.As(err, &se):
 		// No usable answer; the status stays when the headers arrived
 		// before the failure (a body that stalled).
-		resp = call.Response{Status: resp.Status, Outcome: call.Outcome{Kind: call.NetworkError}}
+		*resp = call.Response{Status: resp.Status, Outcome: call.Outcome{Kind: call.NetworkError}}
 	default:
 		err = nil // the response says it all
 	}
 	endSpan(resp.Status, resp.Outcome.Kind.String(), err)
-	if observe != nil {
-		observe(resp.Outcome)
+	if lim := w.deps.Limiter; lim != nil {
+		lim.Observe(ticket, resp.Outcome)
 	}
 	end := time.Now()
 	w.attempted(resp.Outcome.Kind, resp.Status, end.Sub(start).Seconds())
@@ -137,9 +202,17 @@ func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery) (Facts, sent)
 	}
 	d.lastStatus, d.lastBody, d.lastErr = resp.Status, resp.Body, err
 	if w.debug() {
-		w.jobLog(d).Debug("attempt", "attempt", d.attempts, "status", resp.Status, "result", resp.Outcome.Kind.String(), "units", job.Cost)
+		w.jobLog(d).Debug("attempt", "attempt", d.attempts, "status", resp.Status, "result", resp.Outcome.Kind.String(), "units", d.job.Cost)
 	}
-	return facts(StepCalled, resp.Outcome), sent{Response: resp, err: err}
+	d.facts = w.facts(ctx, d, StepCalled, resp.Outcome)
+	d.dec = Decide(w.cfg, d.facts)
+	return d.dec.Action == ActionRetry
+}
+
+// facts are the facts of d's delivery after a step.
+func (w *Worker) facts(ctx context.Context, d *delivery, step Step, o call.Outcome) Facts {
+	return Facts{Step: step, Call: o, Attempts: d.attempts, Deliveries: d.msg.DeliveryCount(),
+		ShuttingDown: ctx.Err() != nil, Jitter: w.jitter()}
 }
 
 // costBounder is a limiter that tells the most units one request may
@@ -211,36 +284,4 @@ func (w *Worker) jobLog(d *delivery) *slog.Logger {
 // job's path costs nothing (its arguments included) when they are not.
 func (w *Worker) debug() bool {
 	return w.log.Enabled(context.Background(), slog.LevelDebug)
-}
-
-// keepAlive extends m's ack deadline every AckWait/3 until the returned
-// function is called; once that returns, no further InProgress is made.
-func (w *Worker) keepAlive(m sources.Message) (stop func()) {
-	interval := w.cfg.AckWait / 3
-	var mu sync.Mutex
-	stopped := false
-	var t *time.Timer
-	mu.Lock()
-	defer mu.Unlock()
-	t = time.AfterFunc(interval, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), interval)
-		if err := m.InProgress(ctx); err != nil {
-			w.log.Warn("extending the ack deadline failed", "job", m.ID(), "err", err)
-		}
-		cancel()
-		t.Reset(interval)
-	})
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !stopped {
-			stopped = true
-			t.Stop()
-		}
-	}
 }

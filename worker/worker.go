@@ -94,6 +94,7 @@ type Worker struct {
 	types    typeLabels
 	children children
 	health   targetHealth
+	keeper   keeper
 	drain    drain // used by Run's goroutine only
 
 	// jitter returns a random number in [0, 1]; replaced in tests.
@@ -126,6 +127,7 @@ func New(cfg Config, deps Deps) (*Worker, error) {
 		types:   newTypeLabels(cfg.Jobs),
 		jitter:  rand.Float64,
 	}
+	w.keeper.init(cfg.AckWait/3, w.log)
 	w.children.jobs = make([][numOutcomes]lazyCounter, len(w.types.names))
 	w.children.finished = make([][numOutcomes]lazyCounter, len(w.types.names))
 	return w, nil
@@ -162,6 +164,19 @@ func (w *Worker) Run(ctx context.Context) error {
 			grace.Stop()
 		}
 		graceMu.Unlock()
+	}()
+
+	// The keeper outlives the handlers: jobs in flight after ctx is done
+	// are kept alive until they are settled.
+	keepCtx, stopKeeper := context.WithCancel(context.Background())
+	keeperDone := make(chan struct{})
+	go func() {
+		defer close(keeperDone)
+		w.keeper.run(keepCtx)
+	}()
+	defer func() {
+		stopKeeper()
+		<-keeperDone
 	}()
 
 	slots := make(chan struct{}, w.cfg.MaxInFlight) // one token per job held
@@ -234,26 +249,19 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// handlers run the jobs that Run hands them, one at a time each. A
-// handler takes the next job while jobs keep coming and returns once it
-// has waited handlerIdle for one: a goroutine per job would grow a new
-// stack for every job, as deep as an HTTP call needs, and a handler that
-// lived until stop would keep its grown stack while Run waits for room
-// for a batch (about half of them wait at any time in a flood).
+// handlers run the jobs that Run hands them, one at a time each, and live
+// until Run returns: at most MaxInFlight of them, each started when a job
+// finds none idle. A goroutine per job would grow a new stack for every
+// job, as deep as decoding and an HTTP call need (new goroutines start
+// smaller), and so would a handler that returned when idle, since Run
+// hands out jobs in batches.
 type handlers struct {
 	work   chan sources.Message
 	handle func(sources.Message) // the job's whole path, slot freed
 	wg     sync.WaitGroup
 }
 
-// handlerIdle is how long a handler waits for its next job: longer than a
-// receive of the next batch takes, shorter than the garbage collector's
-// pace in a steady drain, which would otherwise shrink the idle stacks
-// only for the next job to grow them again.
-const handlerIdle = 2 * time.Millisecond
-
 // give hands m, which holds a slot, to an idle handler or a new one.
-// Handlers are at most the jobs held and the ones on their way back.
 func (h *handlers) give(m sources.Message) {
 	select {
 	case h.work <- m:
@@ -263,21 +271,39 @@ func (h *handlers) give(m sources.Message) {
 	first := m // m itself would move to the heap on every call
 	h.wg.Go(func() {
 		h.handle(first)
-		idle := time.NewTimer(handlerIdle)
 		for {
-			select {
-			case m, ok := <-h.work:
-				if !ok {
-					return
-				}
-				h.handle(m)
-				idle.Reset(handlerIdle)
-			case <-idle.C:
+			m, ok := h.next()
+			if !ok {
 				return
 			}
+			h.handle(m)
 		}
 	})
 }
+
+// idleFrame is the stack a waiting handler holds: the garbage collector
+// halves the stack of a goroutine that uses less than a quarter of it
+// (less the runtime's 800 bytes), and a handler's next job would grow it
+// again. 1.5 KB keeps a handler's 8 KB, which the whole path of a job
+// fits in; a handler whose stack grew larger for a
+// rare job gives the excess back.
+const idleFrame = 1536
+
+// next waits for the next job, with a frame of idleFrame bytes; false
+// once stop was called.
+//
+//go:noinline
+func (h *handlers) next() (sources.Message, bool) {
+	var frame [idleFrame]byte
+	holdFrame(&frame)
+	m, ok := <-h.work
+	return m, ok
+}
+
+// holdFrame makes the compiler keep its argument on the caller's stack.
+//
+//go:noinline
+func holdFrame(*[idleFrame]byte) {}
 
 // stop lets each handler finish its job and waits for them to return.
 func (h *handlers) stop() {

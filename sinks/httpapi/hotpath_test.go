@@ -11,11 +11,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// TestSetTraceContextAsInject: the headers written for a span context are
+// TestTraceContextAsInject: the headers written for a span context are
 // those that OpenTelemetry's W3C propagator writes, sampled or not, with a
 // trace state or without, and with the flags the spec does not define
-// dropped.
-func TestSetTraceContextAsInject(t *testing.T) {
+// dropped; they replace a job's own.
+func TestTraceContextAsInject(t *testing.T) {
+	s, err := New(Config{BaseURL: "http://api.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	ts, err := trace.ParseTraceState("vendor=opaque,other=x")
@@ -31,8 +35,8 @@ func TestSetTraceContextAsInject(t *testing.T) {
 		sc := trace.NewSpanContext(c)
 		want := http.Header{}
 		propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), propagation.HeaderCarrier(want))
-		got := http.Header{}
-		setTraceContext(got, sc)
+		got := s.header(http.Header{"Traceparent": {"00-x"}, "Tracestate": {"job=1"}}, "", sc)
+		delete(got, "User-Agent")
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("flags %v, state %q: headers %v, want %v", c.TraceFlags, c.TraceState.String(), got, want)
 		}

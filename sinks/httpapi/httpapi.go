@@ -51,6 +51,9 @@ type Sink struct {
 	redactor    *redactor // the secrets redacted from error bodies and shown paths
 	now         func() time.Time
 	paths       pathCache
+	fixed       []fixedHeader // the config's headers
+	userAgent   []string      // the default User-Agent's value
+	idempotency string        // canonical; "" for none
 }
 
 // Option configures a Sink.
@@ -112,6 +115,11 @@ func New(cfg Config, opts ...Option) (*Sink, error) {
 		allowed: map[string]bool{},
 		now:     time.Now,
 	}
+	s.fixed = fixedHeaders(cfg.Headers)
+	s.userAgent = []string{cfg.UserAgent}
+	if cfg.IdempotencyHeader != "" {
+		s.idempotency = http.CanonicalHeaderKey(cfg.IdempotencyHeader)
+	}
 	for _, name := range cfg.AllowJobHeaders {
 		s.allowed[http.CanonicalHeaderKey(name)] = true
 	}
@@ -156,65 +164,80 @@ func (s *Sink) Close() error {
 // header values with CR, LF or other control characters, and more than
 // 64 KiB of job headers.
 func (s *Sink) Check(r call.Request) error {
-	_, _, _, err := s.prepare(r)
-	return err
+	if _, err := checkMethod(r.Method); err != nil {
+		return err
+	}
+	if err := s.paths.check(s.base, r.Path); err != nil {
+		return err
+	}
+	if err := checkHeaders(r.Header); err != nil {
+		return err
+	}
+	return s.checkID(r.ID)
 }
 
-// prepare checks r and returns the method, URL and headers to send.
-func (s *Sink) prepare(r call.Request) (string, *url.URL, http.Header, error) {
-	method, err := checkMethod(r.Method)
-	if err != nil {
-		return "", nil, nil, err
+// checkID refuses a job id that cannot be sent as the Idempotency-Key.
+func (s *Sink) checkID(id string) error {
+	if s.idempotency != "" && id != "" && (len(id) > maxHeaderBytes || !httpguts.ValidHeaderFieldValue(id)) {
+		return invalid("job id: cannot be sent as %s: a control character, or longer than %d bytes", s.cfg.IdempotencyHeader, maxHeaderBytes)
 	}
-	u, err := s.paths.resolve(s.base, r.Path)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	h, err := s.filterHeaders(r.Header)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	if s.cfg.IdempotencyHeader != "" && r.ID != "" {
-		if len(r.ID) > maxHeaderBytes || !httpguts.ValidHeaderFieldValue(r.ID) {
-			return "", nil, nil, invalid("job id: cannot be sent as %s: a control character, or longer than %d bytes", s.cfg.IdempotencyHeader, maxHeaderBytes)
-		}
-		h.Set(s.cfg.IdempotencyHeader, r.ID)
-	}
-	return method, u, h, nil
+	return nil
 }
 
+// build checks r, as Check does, and returns the request to send.
 func (s *Sink) build(ctx context.Context, r call.Request) (*http.Request, error) {
-	method, u, h, err := s.prepare(r)
+	method, err := checkMethod(r.Method)
 	if err != nil {
 		return nil, err
 	}
-	var body io.Reader = http.NoBody
-	if len(r.Body) > 0 {
-		body = bytes.NewReader(r.Body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	u, err := s.paths.resolve(s.base, r.Path)
 	if err != nil {
-		return nil, invalid("%v", err)
+		return nil, err
 	}
-	// NewRequest parsed u.String() again; keep the URL as built.
-	req.URL = u
-	req.Host = ""
-	req.Header = h
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		// The trace context of the call replaces a job's own.
-		delete(h, "Traceparent")
-		delete(h, "Tracestate")
-		setTraceContext(h, sc)
+	if err := checkHeaders(r.Header); err != nil {
+		return nil, err
 	}
-	return req, nil
+	if err := s.checkID(r.ID); err != nil {
+		return nil, err
+	}
+	// As http.NewRequestWithContext builds it, without a parse of the
+	// URL back (resolve did) or a Header to replace.
+	req := &http.Request{
+		Method:     method,
+		URL:        u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     s.header(r.Header, r.ID, trace.SpanContextFromContext(ctx)),
+		Body:       http.NoBody,
+		GetBody:    noBody,
+	}
+	if len(r.Body) > 0 {
+		data := r.Body
+		req.Body, req.ContentLength = newBody(data), int64(len(data))
+		req.GetBody = func() (io.ReadCloser, error) { return newBody(data), nil }
+	}
+	return req.WithContext(ctx), nil
 }
 
-// setTraceContext writes sc as W3C Trace Context, as
-// propagation.TraceContext.Inject does (version 00, the flags the spec
-// defines: sampled and random),
-// with the header keys already canonical: Inject's carrier canonicalizes
-// "traceparent" anew on every request.
-func setTraceContext(h http.Header, sc trace.SpanContext) {
+// body is a request body; GetBody gives a new one to a retry.
+type body struct{ bytes.Reader }
+
+func newBody(b []byte) *body {
+	r := &body{}
+	r.Reset(b)
+	return r
+}
+
+func (*body) Close() error { return nil }
+
+func noBody() (io.ReadCloser, error) { return http.NoBody, nil }
+
+// traceparent is sc as W3C Trace Context's traceparent, as
+// propagation.TraceContext.Inject writes it (version 00, the flags the
+// spec defines: sampled and random); the sink writes the header itself
+// because Inject's carrier canonicalizes its name anew on every request.
+func traceparent(sc trace.SpanContext) string {
 	var b [55]byte // 00-<32 hex>-<16 hex>-<2 hex>
 	tid, sid := sc.TraceID(), sc.SpanID()
 	copy(b[:], "00-")
@@ -223,10 +246,7 @@ func setTraceContext(h http.Header, sc trace.SpanContext) {
 	hex.Encode(b[36:52], sid[:])
 	b[52] = '-'
 	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))})
-	h["Traceparent"] = []string{string(b[:])}
-	if ts := sc.TraceState().String(); ts != "" {
-		h["Tracestate"] = []string{ts}
-	}
+	return string(b[:])
 }
 
 // Send makes the call and reads the response body up to the cap.
@@ -240,6 +260,10 @@ func setTraceContext(h http.Header, sc trace.SpanContext) {
 // (redirects are not followed) and is a success. The Response holds the
 // headers kept (Config.ResponseHeaders) and at most Config.MaxResponseBytes
 // of the body.
+//
+// Send's frame is small and the work before and after the call is in
+// functions of their own: the worker calls Send at the bottom of a
+// handler's stack, whose depth should fit a new goroutine's first stack.
 func (s *Sink) Send(ctx context.Context, r call.Request) (call.Response, error) {
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
@@ -247,9 +271,16 @@ func (s *Sink) Send(ctx context.Context, r call.Request) (call.Response, error) 
 	if err != nil {
 		return call.Response{}, err
 	}
-	logPath := string(s.redactor.redact([]byte(s.cfg.ShownPath(req.URL.EscapedPath()))))
 	start := s.now()
 	resp, err := s.client.Do(req)
+	return s.answer(ctx, tctx, r.ID, req, start, resp, err)
+}
+
+// answer reads and classifies the response to req, sent at start, or
+// makes Send's error of the failure.
+//
+//go:noinline
+func (s *Sink) answer(ctx, tctx context.Context, id string, req *http.Request, start time.Time, resp *http.Response, err error) (call.Response, error) {
 	if ue, ok := err.(*url.Error); ok {
 		// Its text holds the whole URL; the method and the shown path
 		// are added below.
@@ -257,10 +288,11 @@ func (s *Sink) Send(ctx context.Context, r call.Request) (call.Response, error) 
 	}
 	if err != nil {
 		res := call.Response{Latency: s.now().Sub(start), Outcome: call.Outcome{Kind: call.NetworkError}}
-		s.log.Debug("target call failed", "job", r.ID, "method", req.Method, "path", logPath, "latency", res.Latency, "err", err)
+		logPath := s.logPath(req)
+		s.log.Debug("target call failed", "job", id, "method", req.Method, "path", logPath, "latency", res.Latency, "err", err)
 		return res, s.networkError(ctx, tctx, req.Method, logPath, err)
 	}
-	body, truncated, rerr := readCapped(resp.Body, s.cfg.MaxResponseBytes)
+	body, truncated, rerr := readCapped(resp.Body, s.cfg.MaxResponseBytes, resp.ContentLength)
 	resp.Body.Close()
 	end := s.now() // the latency's end and the classifier's now
 	res := call.Response{
@@ -272,12 +304,13 @@ func (s *Sink) Send(ctx context.Context, r call.Request) (call.Response, error) 
 	}
 	if rerr != nil {
 		res.Outcome = call.Outcome{Kind: call.NetworkError}
-		s.log.Debug("target response cut", "job", r.ID, "method", req.Method, "path", logPath, "status", resp.StatusCode, "latency", res.Latency, "err", rerr)
+		logPath := s.logPath(req)
+		s.log.Debug("target response cut", "job", id, "method", req.Method, "path", logPath, "status", resp.StatusCode, "latency", res.Latency, "err", rerr)
 		return res, s.networkError(ctx, tctx, req.Method, logPath, fmt.Errorf("reading the body of a %d response: %w", resp.StatusCode, rerr))
 	}
 	res.Outcome = s.cfg.Classifier.Classify(resp.StatusCode, resp.Header, end)
 	if s.log.Enabled(ctx, slog.LevelDebug) {
-		s.log.Debug("target call", "job", r.ID, "method", req.Method, "path", logPath, "status", resp.StatusCode, "latency", res.Latency, "outcome", res.Outcome.Kind.String())
+		s.log.Debug("target call", "job", id, "method", req.Method, "path", s.logPath(req), "status", resp.StatusCode, "latency", res.Latency, "outcome", res.Outcome.Kind.String())
 	}
 	if resp.StatusCode < 400 {
 		return res, nil
@@ -290,6 +323,11 @@ func (s *Sink) Send(ctx context.Context, r call.Request) (call.Response, error) 
 	return res, &call.StatusError{Code: resp.StatusCode, RetryAfter: res.Outcome.RetryAfter, Body: bytes.Clone(excerpt)}
 }
 
+// logPath is req's path as lines and errors show it.
+func (s *Sink) logPath(req *http.Request) string {
+	return string(s.redactor.redact([]byte(s.cfg.ShownPath(req.URL.EscapedPath()))))
+}
+
 func (s *Sink) networkError(parent, tctx context.Context, method, path string, err error) error {
 	if parent.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w after %v: %s %s: %w", ErrTimeout, s.cfg.Timeout, method, path, err)
@@ -299,11 +337,27 @@ func (s *Sink) networkError(parent, tctx context.Context, method, path string, e
 
 // readCapped reads up to max bytes of r, then reads and discards up to
 // drainBytes more so that the connection can be reused. Only an error
-// before the cap is returned.
-func readCapped(r io.Reader, max int64) (body []byte, truncated bool, err error) {
-	body, err = io.ReadAll(io.LimitReader(r, max))
-	if err != nil {
-		return body, false, err
+// before the cap is returned. length is the body's Content-Length, -1 if
+// unknown: a body known to fit is read into one slice of its size (and a
+// byte, to see its end), where io.ReadAll would begin with 512 bytes.
+func readCapped(r io.Reader, max, length int64) (body []byte, truncated bool, err error) {
+	size := int64(512)
+	if length >= 0 && length < max {
+		size = length + 1
+	}
+	body = make([]byte, 0, size)
+	for int64(len(body)) < max {
+		if len(body) == cap(body) {
+			body = append(body, 0)[:len(body)] // room to read into
+		}
+		n, err := r.Read(body[len(body):min(int64(cap(body)), max)])
+		body = body[:len(body)+n]
+		if err == io.EOF {
+			return body, false, nil
+		}
+		if err != nil {
+			return body, false, err
+		}
 	}
 	// A failure while draining loses only bytes past the cap: the body is
 	// then truncated, not broken (the connection is simply not reused).
@@ -311,9 +365,12 @@ func readCapped(r io.Reader, max int64) (body []byte, truncated bool, err error)
 	return body, n > 0 || (err != nil && !errors.Is(err, io.EOF)), nil
 }
 
+// keepHeaders returns the response headers that Config.ResponseHeaders
+// keeps: all of them, as they are (the response's Header is a map of its
+// own, which nothing else holds), or a copy of those named.
 func (s *Sink) keepHeaders(h http.Header) http.Header {
 	if s.respHeaders == nil {
-		return h.Clone()
+		return h
 	}
 	out := make(http.Header, len(s.respHeaders))
 	for _, name := range s.respHeaders {

@@ -57,3 +57,15 @@ func (c *pathCache) add(p string, u url.URL) {
 	m[p] = u
 	c.m.Store(&m)
 }
+
+// check reports whether p resolves, as resolve does, without a copy of
+// the URL when it is cached.
+func (c *pathCache) check(base *url.URL, p string) error {
+	if m := c.m.Load(); m != nil {
+		if _, ok := (*m)[p]; ok {
+			return nil
+		}
+	}
+	_, err := c.resolve(base, p)
+	return err
+}

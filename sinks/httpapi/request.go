@@ -3,11 +3,13 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/sluicehq/sluice/call"
@@ -189,59 +191,131 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// filterHeaders returns the job's headers that may be sent, then the
-// config's headers on top. A header with an invalid name or value makes the
-// request invalid, even one that would have been dropped.
-func (s *Sink) filterHeaders(in http.Header) (http.Header, error) {
-	out := make(http.Header, len(in)+len(s.cfg.Headers)+1)
-	names := make([]string, 0, len(in))
+// checkHeaders refuses job headers that cannot be sent: more than
+// maxHeaderBytes, a name that is not a token, a value with CR, LF or
+// another control character; even a header that would have been dropped.
+func checkHeaders(in http.Header) error {
 	size := 0
+	valid := true
 	for name, vals := range in {
-		names = append(names, name)
 		size += len(name)
+		valid = valid && httpguts.ValidHeaderFieldName(name)
 		for _, v := range vals {
 			size += len(v)
+			valid = valid && httpguts.ValidHeaderFieldValue(v)
 		}
 	}
 	if size > maxHeaderBytes {
-		return nil, invalid("headers: larger than %d bytes", maxHeaderBytes)
+		return invalid("headers: larger than %d bytes", maxHeaderBytes)
 	}
-	slices.Sort(names)
-	for _, name := range names {
+	if valid {
+		return nil
+	}
+	// Name the first bad header in order.
+	for _, name := range slices.Sorted(maps.Keys(in)) {
 		if !httpguts.ValidHeaderFieldName(name) {
-			return nil, invalid("header %s: invalid name", quote(name))
+			return invalid("header %s: invalid name", quote(name))
 		}
 		for _, v := range in[name] {
 			if !httpguts.ValidHeaderFieldValue(v) {
 				// Do not echo the value: it may be a credential.
-				return nil, invalid("header %s: value contains CR, LF or another control character", name)
+				return invalid("header %s: value contains CR, LF or another control character", name)
 			}
 		}
 	}
-	// Headers named in Connection are hop-by-hop too (RFC 9110, 7.6.1).
-	var listed []string
-	for _, v := range in.Values("Connection") {
-		for tok := range strings.SplitSeq(v, ",") {
-			if tok = strings.TrimSpace(tok); tok != "" {
-				listed = append(listed, http.CanonicalHeaderKey(tok))
-			}
-		}
-	}
-	for _, name := range names {
+	return nil
+}
+
+// fixedHeader is a header every request carries: one of the config's, or
+// the default User-Agent. vals is shared by every request's Header, which
+// nothing changes in place.
+type fixedHeader struct {
+	name string // canonical
+	vals []string
+}
+
+// fixedHeaders returns the config's headers, canonical, in the order Set
+// would apply them (sorted by the name as configured).
+func fixedHeaders(h map[string]string) []fixedHeader {
+	out := make([]fixedHeader, 0, len(h))
+	for _, name := range sortedKeys(h) {
 		canon := http.CanonicalHeaderKey(name)
-		switch {
-		case slices.Contains(alwaysDropped, canon), strings.HasPrefix(canon, "Proxy-"), slices.Contains(listed, canon):
-			continue
-		case slices.Contains(droppedUnlessAllowed, canon) && !s.allowed[canon]:
-			continue
+		out = slices.DeleteFunc(out, func(f fixedHeader) bool { return f.name == canon })
+		out = append(out, fixedHeader{name: canon, vals: []string{h[name]}})
+	}
+	return out
+}
+
+// header returns the headers of a request with job headers in (checked by
+// checkHeaders) and the job id: the job's headers that may be sent, the
+// config's on top, the default User-Agent unless one is set, the
+// Idempotency-Key, and the trace context sc when it is valid (it replaces
+// a job's own). The values of the request's own headers share one array.
+func (s *Sink) header(in http.Header, id string, sc trace.SpanContext) http.Header {
+	n := 0
+	canonical := true
+	for name, vals := range in {
+		n += len(vals)
+		canonical = canonical && http.CanonicalHeaderKey(name) == name
+	}
+	out := make(http.Header, len(in)+len(s.fixed)+4)
+	vals := make([]string, 0, n+3)
+	// put sets name to v, its values in vals.
+	put := func(name string, v ...string) {
+		i := len(vals)
+		vals = append(vals, v...)
+		out[name] = vals[i:len(vals):len(vals)]
+	}
+	if len(in) > 0 {
+		// Headers named in Connection are hop-by-hop too (RFC 9110, 7.6.1).
+		var listed []string
+		for _, v := range in.Values("Connection") {
+			for tok := range strings.SplitSeq(v, ",") {
+				if tok = strings.TrimSpace(tok); tok != "" {
+					listed = append(listed, http.CanonicalHeaderKey(tok))
+				}
+			}
 		}
-		out[canon] = append(out[canon], in[name]...)
+		keep := func(canon string) bool {
+			switch {
+			case slices.Contains(alwaysDropped, canon), strings.HasPrefix(canon, "Proxy-"), slices.Contains(listed, canon):
+				return false
+			case slices.Contains(droppedUnlessAllowed, canon) && !s.allowed[canon]:
+				return false
+			}
+			return true
+		}
+		if canonical {
+			// No two names are one header: map order will do.
+			for name, v := range in {
+				if keep(name) {
+					put(name, v...)
+				}
+			}
+		} else {
+			for _, name := range slices.Sorted(maps.Keys(in)) {
+				if canon := http.CanonicalHeaderKey(name); keep(canon) {
+					out[canon] = append(slices.Clip(out[canon]), in[name]...)
+				}
+			}
+		}
 	}
-	for name, v := range s.cfg.Headers {
-		out.Set(name, v)
+	for _, f := range s.fixed {
+		out[f.name] = f.vals
 	}
-	if out.Get("User-Agent") == "" {
-		out.Set("User-Agent", s.cfg.UserAgent)
+	if ua := out["User-Agent"]; len(ua) == 0 || ua[0] == "" {
+		out["User-Agent"] = s.userAgent
 	}
-	return out, nil
+	if s.idempotency != "" && id != "" {
+		put(s.idempotency, id)
+	}
+	if sc.IsValid() {
+		delete(out, "Traceparent")
+		delete(out, "Tracestate")
+		put("Traceparent", traceparent(sc))
+		if ts := sc.TraceState().String(); ts != "" {
+			put("Tracestate", ts)
+		}
+	}
+	return out
 }
