@@ -32,9 +32,8 @@ type delivery struct {
 	typeLabel string
 	// log is the job's logger, built by jobLog on the first line.
 	log *slog.Logger
-	// facts, dec and resp: the last attempt's facts, the decision taken
-	// on them, and the response that settling the job uses.
-	facts   Facts
+	// dec and resp: the decision taken on the last attempt, and the
+	// response that settling the job uses.
 	dec     Decision
 	resp    call.Response
 	sendErr error // what Target.Send returned with resp
@@ -127,14 +126,13 @@ func (w *Worker) backOff(ctx context.Context, d *delivery) bool {
 		return true
 	case <-ctx.Done():
 		t.Stop()
-		d.facts.ShuttingDown = true
-		d.dec = Decide(w.cfg, d.facts)
+		d.dec = Decide(w.cfg, w.facts(ctx, d, StepCalled, d.resp.Outcome)) // shutting down
 		return false
 	}
 }
 
 // attempt waits for the job's units and calls the target once, then
-// decides on the facts of the attempt (d.facts, d.dec, d.resp). It
+// decides on the facts of the attempt (d.dec, d.resp). It
 // reports whether to retry after d.dec.Delay.
 func (w *Worker) attempt(ctx, reqCtx context.Context, d *delivery) bool {
 	ticket, ok := w.grant(ctx, d)
@@ -165,8 +163,7 @@ func (w *Worker) grant(ctx context.Context, d *delivery) (limiter.Ticket, bool) 
 		w.jobLog(d).Debug("limiter rejected the job", "units", d.job.Cost, "err", err)
 	}
 	d.resp, d.sendErr = call.Response{}, nil
-	d.facts = w.facts(ctx, d, StepRejected, call.Outcome{})
-	d.dec = Decide(w.cfg, d.facts)
+	d.dec = Decide(w.cfg, w.facts(ctx, d, StepRejected, call.Outcome{}))
 	return ticket, false
 }
 
@@ -204,8 +201,7 @@ func (w *Worker) called(ctx context.Context, d *delivery, ticket limiter.Ticket,
 	if w.debug() {
 		w.jobLog(d).Debug("attempt", "attempt", d.attempts, "status", resp.Status, "result", resp.Outcome.Kind.String(), "units", d.job.Cost)
 	}
-	d.facts = w.facts(ctx, d, StepCalled, resp.Outcome)
-	d.dec = Decide(w.cfg, d.facts)
+	d.dec = Decide(w.cfg, w.facts(ctx, d, StepCalled, resp.Outcome))
 	return d.dec.Action == ActionRetry
 }
 

@@ -183,7 +183,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Pull in batches of at least half of MaxInFlight: one receive
 	// per freed slot would cost a round trip to the queue per job.
 	batch := max(1, w.cfg.MaxInFlight/2)
-	hs := &handlers{work: make(chan sources.Message), handle: func(m sources.Message) {
+	hs := &handlers{work: make(chan sources.Message), reqCtx: reqCtx, handle: func(reqCtx context.Context, m sources.Message) {
 		w.handle(ctx, reqCtx, m)
 		w.held(-1)
 		<-slots
@@ -256,8 +256,12 @@ func (w *Worker) Run(ctx context.Context) error {
 // smaller), and so would a handler that returned when idle, since Run
 // hands out jobs in batches.
 type handlers struct {
-	work   chan sources.Message
-	handle func(sources.Message) // the job's whole path, slot freed
+	work chan sources.Message
+	// reqCtx is the parent of each handler's own context for requests,
+	// so that each request's context joins and leaves the children of
+	// its handler's, not those of one context that all handlers share.
+	reqCtx context.Context
+	handle func(reqCtx context.Context, m sources.Message) // the job's whole path, slot freed
 	wg     sync.WaitGroup
 }
 
@@ -270,13 +274,15 @@ func (h *handlers) give(m sources.Message) {
 	}
 	first := m // m itself would move to the heap on every call
 	h.wg.Go(func() {
-		h.handle(first)
+		reqCtx, cancel := context.WithCancel(h.reqCtx)
+		defer cancel()
+		h.handle(reqCtx, first)
 		for {
 			m, ok := h.next()
 			if !ok {
 				return
 			}
-			h.handle(m)
+			h.handle(reqCtx, m)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -41,10 +42,14 @@ var ErrTimeout = errors.New("httpapi: request timed out")
 // Sink calls the target API. It is safe for concurrent use. It is the
 // worker's Target and Checker as it stands.
 type Sink struct {
-	cfg         Config
-	base        *url.URL
-	transport   *http.Transport
-	client      *http.Client
+	cfg       Config
+	base      *url.URL
+	transport *http.Transport
+	// rt makes the calls: the transport, or a middleware around it. An
+	// http.Client would add nothing the sink uses (redirects are not
+	// followed, the base URL holds no user info, there is no cookie jar)
+	// and copy each request's headers for the redirects.
+	rt          http.RoundTripper
 	log         *slog.Logger
 	allowed     map[string]bool
 	respHeaders []string  // canonical; nil keeps all
@@ -73,7 +78,7 @@ func WithLogger(l *slog.Logger) Option {
 // WithMiddleware wraps the sink's pooled transport, for instance in a
 // test's recorder.
 func WithMiddleware(wrap func(http.RoundTripper) http.RoundTripper) Option {
-	return func(s *Sink) { s.client.Transport = wrap(s.client.Transport) }
+	return func(s *Sink) { s.rt = wrap(s.rt) }
 }
 
 var _ slog.LogValuer = Config{}
@@ -106,14 +111,10 @@ func New(cfg Config, opts ...Option) (*Sink, error) {
 		cfg:       cfg,
 		base:      base,
 		transport: tr,
-		client: &http.Client{
-			Transport: tr,
-			// Redirects are not followed: one could lead off the target.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		log:     slog.New(slog.DiscardHandler),
-		allowed: map[string]bool{},
-		now:     time.Now,
+		rt:        tr, // redirects are not followed: one could lead off the target
+		log:       slog.New(slog.DiscardHandler),
+		allowed:   map[string]bool{},
+		now:       time.Now,
 	}
 	s.fixed = fixedHeaders(cfg.Headers)
 	s.userAgent = []string{cfg.UserAgent}
@@ -220,16 +221,9 @@ func (s *Sink) build(ctx context.Context, r call.Request) (*http.Request, error)
 	return req.WithContext(ctx), nil
 }
 
-// body is a request body; GetBody gives a new one to a retry.
-type body struct{ bytes.Reader }
-
-func newBody(b []byte) *body {
-	r := &body{}
-	r.Reset(b)
-	return r
-}
-
-func (*body) Close() error { return nil }
+// newBody is a request body of b, as NewRequest makes it: net/http knows
+// this type to be in memory, and writes the headers and the body at once.
+func newBody(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
 
 func noBody() (io.ReadCloser, error) { return http.NoBody, nil }
 
@@ -272,7 +266,7 @@ func (s *Sink) Send(ctx context.Context, r call.Request) (call.Response, error) 
 		return call.Response{}, err
 	}
 	start := s.now()
-	resp, err := s.client.Do(req)
+	resp, err := s.rt.RoundTrip(req)
 	return s.answer(ctx, tctx, r.ID, req, start, resp, err)
 }
 
@@ -286,11 +280,22 @@ func (s *Sink) answer(ctx, tctx context.Context, id string, req *http.Request, s
 		// are added below.
 		err = ue.Err
 	}
+	var tlsErr tls.RecordHeaderError
+	switch {
+	case err == nil && resp == nil:
+		err = errors.New("the transport returned no response and no error")
+	case errors.As(err, &tlsErr) && string(tlsErr.RecordHeader[:]) == "HTTP/":
+		// As http.Client says it.
+		err = errors.New("http: server gave HTTP response to HTTPS client")
+	}
 	if err != nil {
 		res := call.Response{Latency: s.now().Sub(start), Outcome: call.Outcome{Kind: call.NetworkError}}
 		logPath := s.logPath(req)
 		s.log.Debug("target call failed", "job", id, "method", req.Method, "path", logPath, "latency", res.Latency, "err", err)
 		return res, s.networkError(ctx, tctx, req.Method, logPath, err)
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
 	}
 	body, truncated, rerr := readCapped(resp.Body, s.cfg.MaxResponseBytes, resp.ContentLength)
 	resp.Body.Close()
