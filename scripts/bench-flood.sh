@@ -4,8 +4,10 @@
 # `faults -scenario flood` in turn, BASE first: BASE, this tree, BASE, this
 # tree... (PAIRS pairs), so that both see the machine's load alike. Prints
 # each run's jobs/s, the worker's peak RSS (and CPU per job where the
-# commit's flood reports it), then the ratio of this tree's jobs/s to
-# BASE's: per pair and over all runs.
+# commit's flood reports it) and the CPU time of the whole run per job
+# (faults, NATS, testserver and worker, publishing included; with
+# /usr/bin/time), then the ratio of this tree's jobs/s to BASE's, per
+# pair and over all runs, and the ratio of their CPU per job.
 # Usage: scripts/bench-flood.sh [BASE]
 # Environment: GO (go), JOBS (1000000 jobs per run), PAIRS (2).
 set -eu
@@ -38,10 +40,14 @@ build "$root" "$tmp/new"
 git -C "$root" worktree add --detach --quiet "$tmp/base" "$base"
 build "$tmp/base" "$tmp/old"
 
-# run NAME DIR: one flood; prints "NAME jobs/s rss_mb cpu_us_per_job".
+timer=
+[ -x /usr/bin/time ] && timer="/usr/bin/time -f %U+%S -o"
+
+# run NAME DIR: one flood; prints "NAME jobs/s rss_mb cpu_us_per_job
+# all_cpu_us_per_job".
 run() {
 	out="$tmp/$1.out"
-	if ! "$2/faults" -sluice "$2/sluice" -scenario flood -flood-jobs "$JOBS" >"$out" 2>"$tmp/$1.err"; then
+	if ! ${timer:+$timer "$tmp/$1.time"} "$2/faults" -sluice "$2/sluice" -scenario flood -flood-jobs "$JOBS" >"$out" 2>"$tmp/$1.err"; then
 		echo "bench-flood: the flood of $1 failed:" >&2
 		cat "$out" "$tmp/$1.err" >&2
 		exit 1
@@ -49,28 +55,33 @@ run() {
 	rate=$(sed -n 's/.* jobs in .*s: \([0-9.]*\) jobs\/s.*/\1/p' "$out")
 	rss=$(sed -n 's/.*worker peak RSS (VmHWM) \([0-9.]*\) MB.*/\1/p' "$out")
 	cpu=$(sed -n 's/.*: \([0-9.]*\) µs per job.*/\1/p' "$out")
-	echo "$1 ${rate:-?} ${rss:-?} ${cpu:--}"
+	all=-
+	if [ -s "$tmp/$1.time" ]; then
+		all=$(awk -v n="$JOBS" -F+ 'END { printf "%.1f", ($1 + $2) * 1e6 / n }' "$tmp/$1.time")
+	fi
+	echo "$1 ${rate:-?} ${rss:-?} ${cpu:--} $all"
 }
 
-echo "| run | build | jobs/s | worker peak RSS MB | worker CPU µs/job |"
-echo "|---|---|---:|---:|---:|"
+echo "| run | build | jobs/s | worker peak RSS MB | worker CPU µs/job | all processes' CPU µs/job |"
+echo "|---|---|---:|---:|---:|---:|"
 : >"$tmp/runs"
 i=1
 while [ "$i" -le "$PAIRS" ]; do
 	for b in old new; do
 		set -- $(run "$b$i" "$tmp/$b")
-		echo "$b $2" >>"$tmp/runs"
+		echo "$b $2 $5" >>"$tmp/runs"
 		name=$base
 		[ "$b" = new ] && name=$head
-		echo "| $i | $name | $2 | $3 | $4 |"
+		echo "| $i | $name | $2 | $3 | $4 | $5 |"
 	done
 	i=$((i + 1))
 done
 echo
 awk -v base="$base" -v head="$head" '
-	$1 == "old" { o[++no] = $2; so += $2 }
-	$1 == "new" { n[++nn] = $2; sn += $2 }
+	$1 == "old" { o[++no] = $2; so += $2; co += $3 }
+	$1 == "new" { n[++nn] = $2; sn += $2; cn += $3 }
 	END {
 		for (i = 1; i <= nn; i++) printf "pair %d: %s/%s = %.3f\n", i, head, base, n[i] / o[i]
 		printf "flood ratio (%d jobs, mean of %d runs each): %s/%s = %.3f\n", '"$JOBS"', nn, head, base, (sn / nn) / (so / no)
+		if (co > 0 && cn > 0) printf "CPU per job of all processes: %s/%s = %.3f\n", head, base, cn / co
 	}' "$tmp/runs"
