@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
@@ -162,6 +163,9 @@ func NewDecoder(cfg JobsConfig) (*Decoder, error) {
 	return &Decoder{cfg: cfg.withDefaults()}, nil
 }
 
+// envHeaders holds the maps that Decode reads envelopes' headers into.
+var envHeaders = sync.Pool{New: func() any { return map[string]string{} }}
+
 // envelope is the JSON job envelope. Every field is optional.
 type envelope struct {
 	ID         *string           `json:"id"`
@@ -192,11 +196,19 @@ func (d *Decoder) Decode(id string, header map[string]string, data []byte) (Job,
 		return job, nil
 	}
 
-	var env envelope
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return job, invalid(ReasonBadJSON, "payload is not a JSON object")
 	}
+	// The envelope's headers are read into a map that is used again: the
+	// job's Header is a map of its own.
+	env := envelope{Headers: envHeaders.Get().(map[string]string)}
+	defer func() {
+		if env.Headers != nil { // "headers": null made it nil
+			clear(env.Headers)
+			envHeaders.Put(env.Headers)
+		}
+	}()
 	if err := json.Unmarshal(trimmed, &env); err != nil {
 		return job, invalid(ReasonBadJSON, "%s", jsonErrorText(err))
 	}
@@ -219,6 +231,8 @@ func (d *Decoder) Decode(id string, header map[string]string, data []byte) (Job,
 	}
 	if len(env.Headers) > 0 {
 		job.Header = make(http.Header, len(env.Headers))
+		vals := make([]string, len(env.Headers)) // the values share one array
+		i := 0
 		for k, v := range env.Headers {
 			if !httpguts.ValidHeaderFieldName(k) {
 				return job, invalid(ReasonBadHeader, "header name %q is not a token", k)
@@ -226,7 +240,9 @@ func (d *Decoder) Decode(id string, header map[string]string, data []byte) (Job,
 			if !httpguts.ValidHeaderFieldValue(v) {
 				return job, invalid(ReasonBadHeader, "header %q has a control character in its value", k)
 			}
-			job.Header.Set(k, v)
+			vals[i] = v
+			job.Header[http.CanonicalHeaderKey(k)] = vals[i : i+1 : i+1]
+			i++
 		}
 	}
 	hasBody := len(env.Body) > 0 && string(env.Body) != "null"

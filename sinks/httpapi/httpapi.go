@@ -372,14 +372,18 @@ func readCapped(r io.Reader, max, length int64) (body []byte, truncated bool, er
 
 // keepHeaders returns the response headers that Config.ResponseHeaders
 // keeps: all of them, as they are (the response's Header is a map of its
-// own, which nothing else holds), or a copy of those named.
+// own, which nothing else holds), or a copy of those named (nil for
+// none).
 func (s *Sink) keepHeaders(h http.Header) http.Header {
 	if s.respHeaders == nil {
 		return h
 	}
-	out := make(http.Header, len(s.respHeaders))
+	var out http.Header // nil, rather than an empty map, when none is kept
 	for _, name := range s.respHeaders {
 		if v := h.Values(name); len(v) > 0 {
+			if out == nil {
+				out = make(http.Header, len(s.respHeaders))
+			}
 			out[name] = slices.Clone(v)
 		}
 	}
