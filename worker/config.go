@@ -77,8 +77,9 @@ type Config struct {
 	// AckWait is the source's ack deadline; the worker extends the
 	// deadline of every job it holds every AckWait/3. Default 30s.
 	AckWait time.Duration
-	// SettleTimeout bounds each Ack, Nak, Term and output publish.
-	// Default 30s.
+	// SettleTimeout bounds each Ack, Nak, Term and output publish; one
+	// on a job's path may get as little as 15/16 of it (a handler's jobs
+	// share a context while it has that much left). Default 30s.
 	SettleTimeout time.Duration
 	// ResultHeaders are the response headers copied into result records.
 	ResultHeaders []string

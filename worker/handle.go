@@ -39,6 +39,8 @@ type delivery struct {
 	sendErr error // what Target.Send returned with resp
 	// keep: the delivery's place in the keeper's list (keepalive.go).
 	keep keepEntry
+	// settleCtx is the handler's settle context, nil outside a handler.
+	settleCtx *settleContext
 }
 
 // handle takes one message from receipt to settlement: it decides, with
@@ -51,9 +53,10 @@ type delivery struct {
 // included, fits in a new goroutine's first stack, which would otherwise
 // be copied to one twice as large on every handler's first job, and again
 // after the garbage collector shrank the stack of a handler that waited.
-func (w *Worker) handle(ctx, reqCtx context.Context, m sources.Message) {
+func (w *Worker) handle(ctx context.Context, h *handler, m sources.Message) {
 	d := w.begin(m)
-	w.deliver(ctx, reqCtx, d)
+	d.settleCtx = &h.settle
+	w.deliver(ctx, h.reqCtx, d)
 	w.finish(ctx, d)
 }
 

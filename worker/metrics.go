@@ -229,15 +229,15 @@ func newTypeLabels(cfg JobsConfig) typeLabels {
 // otherType is the type label of the jobs whose type is not configured.
 const otherType = "other"
 
-// settled counts a job settled with outcome; typ is its type label
+// settled counts a job settled with outcome at now; typ is its type label
 // (typeLabel).
-func (w *Worker) settled(o Outcome, typ string) {
+func (w *Worker) settled(o Outcome, typ string, now time.Time) {
 	if o < 0 || o >= numOutcomes {
 		return
 	}
 	w.stats.jobs[o].Add(1)
 	if o.Finished() {
-		w.stats.lastFinished.Store(time.Now().UnixNano())
+		w.stats.lastFinished.Store(now.UnixNano())
 	}
 	if m := w.metrics; m != nil {
 		i := w.types.index[typ]

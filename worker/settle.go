@@ -51,13 +51,49 @@ func (w *Worker) detail(d *delivery, reason Reason) string {
 	return d.invalid
 }
 
-func (w *Worker) settleCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+// settleCtx is the context of one settlement of d with ctx's values and
+// SettleTimeout: the handler's, when ctx is Run's.
+func (w *Worker) settleCtx(ctx context.Context, d *delivery) (context.Context, context.CancelFunc) {
+	if s := d.settleCtx; s != nil && ctx == s.parent {
+		return s.get(), noCancel
+	}
 	return context.WithTimeout(context.WithoutCancel(ctx), w.cfg.SettleTimeout)
+}
+
+func noCancel() {}
+
+// settleContext is a handler's context for settlements: its jobs use it
+// again while it has at least 15/16 of the timeout left, rather than
+// each making a context, and starting and stopping a timer, of its own.
+// A handler settles one job at a time, so the one it replaces is no
+// longer in use.
+type settleContext struct {
+	parent  context.Context // Run's: settlements keep its values
+	timeout time.Duration
+	ctx     context.Context
+	cancel  context.CancelFunc
+	renew   time.Time // when to make a new one
+}
+
+func (s *settleContext) get() context.Context {
+	now := time.Now()
+	if s.ctx == nil || !now.Before(s.renew) {
+		s.stop()
+		s.ctx, s.cancel = context.WithTimeout(context.WithoutCancel(s.parent), s.timeout)
+		s.renew = now.Add(s.timeout / 16)
+	}
+	return s.ctx
+}
+
+func (s *settleContext) stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
 }
 
 // succeed publishes the result (when configured), then acks.
 func (w *Worker) succeed(ctx context.Context, d *delivery, resp call.Response) {
-	sctx, cancel := w.settleCtx(ctx)
+	sctx, cancel := w.settleCtx(ctx, d)
 	defer cancel()
 	if w.deps.Results != nil {
 		res := newResult(d.job, resp, w.cfg.ResultHeaders)
@@ -86,7 +122,7 @@ func (w *Worker) succeed(ctx context.Context, d *delivery, resp call.Response) {
 }
 
 func (w *Worker) nak(ctx context.Context, d *delivery, delay time.Duration, outcome Outcome) {
-	sctx, cancel := w.settleCtx(ctx)
+	sctx, cancel := w.settleCtx(ctx, d)
 	defer cancel()
 	if err := d.msg.Nak(sctx, delay); err != nil {
 		w.jobLog(d).Error("nak failed; the queue will redeliver the job after its ack deadline", "err", err)
@@ -113,9 +149,10 @@ func (w *Worker) done(d *delivery, o Outcome) {
 	if label == "" {
 		label = w.typeLabel(d.job.Type)
 	}
-	w.settled(o, label)
+	now := time.Now()
+	w.settled(o, label, now)
 	if o.Finished() {
-		w.aged(sources.PublishedAt(d.msg), time.Now())
+		w.aged(sources.PublishedAt(d.msg), now)
 	}
 	d.trace.end(o, d.reason)
 }
@@ -155,7 +192,7 @@ func (w *Worker) deadLetter(ctx context.Context, d *delivery, reason Reason, det
 	d.reason = reason
 	log := w.jobLog(d)
 
-	sctx, cancel := w.settleCtx(ctx)
+	sctx, cancel := w.settleCtx(ctx, d)
 	defer cancel()
 	if w.deps.DeadLetters != nil {
 		data, err := json.Marshal(rec)

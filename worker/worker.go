@@ -183,8 +183,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Pull in batches of at least half of MaxInFlight: one receive
 	// per freed slot would cost a round trip to the queue per job.
 	batch := max(1, w.cfg.MaxInFlight/2)
-	hs := &handlers{work: make(chan sources.Message), reqCtx: reqCtx, handle: func(reqCtx context.Context, m sources.Message) {
-		w.handle(ctx, reqCtx, m)
+	hs := &handlers{work: make(chan sources.Message), ctx: ctx, reqCtx: reqCtx, timeout: w.cfg.SettleTimeout, handle: func(h *handler, m sources.Message) {
+		w.handle(ctx, h, m)
 		w.held(-1)
 		<-slots
 	}}
@@ -257,12 +257,20 @@ func (w *Worker) Run(ctx context.Context) error {
 // hands out jobs in batches.
 type handlers struct {
 	work chan sources.Message
-	// reqCtx is the parent of each handler's own context for requests,
-	// so that each request's context joins and leaves the children of
-	// its handler's, not those of one context that all handlers share.
-	reqCtx context.Context
-	handle func(reqCtx context.Context, m sources.Message) // the job's whole path, slot freed
-	wg     sync.WaitGroup
+	// ctx is Run's; reqCtx is the parent of each handler's own context
+	// for requests, so that each request's context joins and leaves the
+	// children of its handler's, not those of one context that all
+	// handlers share. timeout is the SettleTimeout.
+	ctx, reqCtx context.Context
+	timeout     time.Duration
+	handle      func(h *handler, m sources.Message) // the job's whole path, slot freed
+	wg          sync.WaitGroup
+}
+
+// handler is what a handler keeps from one job to the next.
+type handler struct {
+	reqCtx context.Context // see handlers.reqCtx
+	settle settleContext
 }
 
 // give hands m, which holds a slot, to an idle handler or a new one.
@@ -275,14 +283,18 @@ func (h *handlers) give(m sources.Message) {
 	first := m // m itself would move to the heap on every call
 	h.wg.Go(func() {
 		reqCtx, cancel := context.WithCancel(h.reqCtx)
-		defer cancel()
-		h.handle(reqCtx, first)
+		st := &handler{reqCtx: reqCtx, settle: settleContext{parent: h.ctx, timeout: h.timeout}}
+		defer func() {
+			st.settle.stop()
+			cancel()
+		}()
+		h.handle(st, first)
 		for {
 			m, ok := h.next()
 			if !ok {
 				return
 			}
-			h.handle(reqCtx, m)
+			h.handle(st, m)
 		}
 	})
 }
