@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -26,11 +27,29 @@ const googclientPrefix = "googclient_"
 // client's googclient_ prefix.
 type messageCarrier map[string]string
 
+// Get looks at each header once and builds no string: it runs on every
+// job.
 func (c messageCarrier) Get(key string) string {
-	if v := lookupHeader(c, key); v != "" {
+	if v, ok := c[key]; ok && v != "" {
 		return v
 	}
-	return lookupHeader(c, googclientPrefix+key)
+	var folded, prefixed, prefixedFolded string
+	for k, v := range c {
+		switch {
+		case v == "":
+		case strings.EqualFold(k, key):
+			if folded == "" {
+				folded = v
+			}
+		case len(k) == len(googclientPrefix)+len(key) && strings.EqualFold(k[len(googclientPrefix):], key):
+			if k[:len(googclientPrefix)] == googclientPrefix && k[len(googclientPrefix):] == key {
+				prefixed = v
+			} else if strings.EqualFold(k[:len(googclientPrefix)], googclientPrefix) && prefixedFolded == "" {
+				prefixedFolded = v
+			}
+		}
+	}
+	return cmp.Or(folded, prefixed, prefixedFolded)
 }
 
 func (c messageCarrier) Set(string, string) {}

@@ -278,3 +278,26 @@ func attr(s tracetest.SpanStub, key string) string {
 func newTestLogger(w *bytes.Buffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// TestMessageCarrierGet: a key in any case, before the Pub/Sub client's
+// googclient_ form of it (exact, then in any case).
+func TestMessageCarrierGet(t *testing.T) {
+	for _, c := range []struct {
+		headers map[string]string
+		want    string
+	}{
+		{map[string]string{"traceparent": "a"}, "a"},
+		{map[string]string{"TraceParent": "a", "Nats-Msg-Id": "x"}, "a"},
+		{map[string]string{"googclient_traceparent": "b"}, "b"},
+		{map[string]string{"googclient_traceparent": "b", "TRACEPARENT": "a"}, "a"},
+		{map[string]string{"traceparent": "", "googclient_traceparent": "b"}, "b"},
+		{map[string]string{"GOOGCLIENT_TRACEPARENT": "c", "googclient_traceparent": "b"}, "b"},
+		{map[string]string{"Googclient_Traceparent": "c"}, "c"},
+		{map[string]string{"xgoogclient_traceparent": "d", "googclient_traceparentx": "e"}, ""},
+		{nil, ""},
+	} {
+		if got := messageCarrier(c.headers).Get("traceparent"); got != c.want {
+			t.Errorf("%v: %q, want %q", c.headers, got, c.want)
+		}
+	}
+}
