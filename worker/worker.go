@@ -168,16 +168,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	// The keeper outlives the handlers: jobs in flight after ctx is done
 	// are kept alive until they are settled.
-	keepCtx, stopKeeper := context.WithCancel(context.Background())
-	keeperDone := make(chan struct{})
-	go func() {
-		defer close(keeperDone)
-		w.keeper.run(keepCtx)
-	}()
-	defer func() {
-		stopKeeper()
-		<-keeperDone
-	}()
+	defer w.startKeeper()()
 
 	slots := make(chan struct{}, w.cfg.MaxInFlight) // one token per job held
 	// Pull in batches of at least half of MaxInFlight: one receive
@@ -246,6 +237,20 @@ func (w *Worker) Run(ctx context.Context) error {
 				return nil
 			}
 		}
+	}
+}
+
+// startKeeper starts the keeper's goroutine; stop ends it and waits.
+func (w *Worker) startKeeper() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.keeper.run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 
