@@ -8,14 +8,28 @@
 # (faults, NATS, testserver and worker, publishing included; with
 # /usr/bin/time), then the ratio of this tree's jobs/s to BASE's, per
 # pair and over all runs, and the ratio of their CPU per job.
+#
+# Both commits' floods call one testserver, BASE's unless TARGET=head:
+# the flood measures sluice's worker, and the testserver (the simulator's
+# model API) is not the same program in every commit. Each flood runs
+# a sluice that hands `testserver` to the chosen build's binary.
 # Usage: scripts/bench-flood.sh [BASE]
-# Environment: GO (go), JOBS (1000000 jobs per run), PAIRS (2).
+# Environment: GO (go), JOBS (1000000 jobs per run), PAIRS (2), TARGET
+# (base or head).
 set -eu
 
 GO=${GO:-go}
 BASE=${1:-${BASE:-dce2799}}
 JOBS=${JOBS:-1000000}
 PAIRS=${PAIRS:-2}
+TARGET=${TARGET:-base}
+case $TARGET in
+base | head) ;;
+*)
+	echo "bench-flood: TARGET must be base or head, got $TARGET" >&2
+	exit 2
+	;;
+esac
 
 root=$(git rev-parse --show-toplevel)
 base=$(git -C "$root" rev-parse --short "$BASE^{commit}")
@@ -39,6 +53,17 @@ echo "building $head (this tree) and $base (git worktree in $tmp/base)" >&2
 build "$root" "$tmp/new"
 git -C "$root" worktree add --detach --quiet "$tmp/base" "$base"
 build "$tmp/base" "$tmp/old"
+target=$tmp/old/sluice
+[ "$TARGET" = head ] && target=$tmp/new/sluice
+echo "both floods call the testserver of $TARGET ($target)" >&2
+for b in old new; do
+	cat >"$tmp/$b/sluice-flood" <<EOF
+#!/bin/sh
+if [ "\$1" = testserver ]; then exec "$target" "\$@"; fi
+exec "$tmp/$b/sluice" "\$@"
+EOF
+	chmod +x "$tmp/$b/sluice-flood"
+done
 
 timer=
 [ -x /usr/bin/time ] && timer="/usr/bin/time -f %U+%S -o"
@@ -47,7 +72,7 @@ timer=
 # all_cpu_us_per_job".
 run() {
 	out="$tmp/$1.out"
-	if ! ${timer:+$timer "$tmp/$1.time"} "$2/faults" -sluice "$2/sluice" -scenario flood -flood-jobs "$JOBS" >"$out" 2>"$tmp/$1.err"; then
+	if ! ${timer:+$timer "$tmp/$1.time"} "$2/faults" -sluice "$2/sluice-flood" -scenario flood -flood-jobs "$JOBS" >"$out" 2>"$tmp/$1.err"; then
 		echo "bench-flood: the flood of $1 failed:" >&2
 		cat "$out" "$tmp/$1.err" >&2
 		exit 1
