@@ -71,13 +71,15 @@ faults: build bin/faults
 flood: build bin/faults
 	bin/faults -sluice bin/sluice -scenario flood
 
-# The flood beside an older commit, built in a git worktree of its own
-# (default dce2799): runs alternate, the older first, both against the
-# older commit's testserver (TARGET=head: this tree's), and the ratio of
-# jobs/s is printed last (docs/operations.md). BASE=<commit>, JOBS=<n>,
-# PAIRS=<n> (default 2).
+# The flood beside an older commit's worker, built in a git worktree of
+# its own (default dce2799): runs alternate, the older first, both with
+# this tree's faults (HARNESS=own: each commit's) and the older commit's
+# testserver (TARGET=head: this tree's), and the ratio of jobs/s is
+# printed last (docs/operations.md). BASE=<commit>, JOBS=<n>, PAIRS=<n>
+# (default 2).
 bench-flood:
-	GO=$(GO) JOBS=$(or $(JOBS),1000000) PAIRS=$(or $(PAIRS),2) TARGET=$(or $(TARGET),base) sh scripts/bench-flood.sh $(or $(BASE),dce2799)
+	GO=$(GO) JOBS=$(or $(JOBS),1000000) PAIRS=$(or $(PAIRS),2) TARGET=$(or $(TARGET),base) HARNESS=$(or $(HARNESS),head) \
+		sh scripts/bench-flood.sh $(or $(BASE),dce2799)
 
 bin/faults:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/faults ./faults/cmd/faults

@@ -1,21 +1,26 @@
 #!/bin/sh
 # The flood beside an older commit (make bench-flood): builds this tree and
-# BASE (default dce2799) in a git worktree of its own, then runs each one's
-# `faults -scenario flood` in turn, BASE first: BASE, this tree, BASE, this
-# tree... (PAIRS pairs), so that both see the machine's load alike. Prints
-# each run's jobs/s, the worker's peak RSS (and CPU per job where the
-# commit's flood reports it) and the CPU time of the whole run per job
+# BASE (default dce2799) in a git worktree of its own, then runs a flood
+# (`faults -scenario flood`) with each one's worker in turn, BASE first:
+# BASE, this tree, BASE, this tree... (PAIRS pairs), so that both see the
+# machine's load alike. Prints each run's jobs/s, the worker's peak RSS
+# and CPU per job (where the flood reports it) and the CPU time of the
+# whole run per job
 # (faults, NATS, testserver and worker, publishing included; with
 # /usr/bin/time), then the ratio of this tree's jobs/s to BASE's, per
 # pair and over all runs, and the ratio of their CPU per job.
 #
-# Both commits' floods call one testserver, BASE's unless TARGET=head:
-# the flood measures sluice's worker, and the testserver (the simulator's
-# model API) is not the same program in every commit. Each flood runs
-# a sluice that hands `testserver` to the chosen build's binary.
+# The flood measures sluice's worker, so the rest is held the same for
+# both commits: both floods call one testserver, BASE's unless
+# TARGET=head (the testserver, the simulator's model API, is not the same
+# program in every commit), and both run this tree's faults (the flood
+# scenario, its NATS server and the audit; HARNESS=own runs each commit's
+# own). Each flood runs a sluice that hands `testserver` to the chosen
+# build's binary. With this tree's faults the older worker must accept
+# the flood's config file (dce2799's does).
 # Usage: scripts/bench-flood.sh [BASE]
 # Environment: GO (go), JOBS (1000000 jobs per run), PAIRS (2), TARGET
-# (base or head).
+# (base or head), HARNESS (head or own).
 set -eu
 
 GO=${GO:-go}
@@ -23,10 +28,11 @@ BASE=${1:-${BASE:-dce2799}}
 JOBS=${JOBS:-1000000}
 PAIRS=${PAIRS:-2}
 TARGET=${TARGET:-base}
-case $TARGET in
-base | head) ;;
+HARNESS=${HARNESS:-head}
+case $TARGET/$HARNESS in
+base/head | head/head | base/own | head/own) ;;
 *)
-	echo "bench-flood: TARGET must be base or head, got $TARGET" >&2
+	echo "bench-flood: TARGET must be base or head, HARNESS head or own; got $TARGET, $HARNESS" >&2
 	exit 2
 	;;
 esac
@@ -55,7 +61,7 @@ git -C "$root" worktree add --detach --quiet "$tmp/base" "$base"
 build "$tmp/base" "$tmp/old"
 target=$tmp/old/sluice
 [ "$TARGET" = head ] && target=$tmp/new/sluice
-echo "both floods call the testserver of $TARGET ($target)" >&2
+echo "both floods call the testserver of $TARGET; faults: $HARNESS" >&2
 for b in old new; do
 	cat >"$tmp/$b/sluice-flood" <<EOF
 #!/bin/sh
@@ -72,7 +78,9 @@ timer=
 # all_cpu_us_per_job".
 run() {
 	out="$tmp/$1.out"
-	if ! ${timer:+$timer "$tmp/$1.time"} "$2/faults" -sluice "$2/sluice-flood" -scenario flood -flood-jobs "$JOBS" >"$out" 2>"$tmp/$1.err"; then
+	faults=$tmp/new/faults
+	[ "$HARNESS" = own ] && faults=$2/faults
+	if ! ${timer:+$timer "$tmp/$1.time"} "$faults" -sluice "$2/sluice-flood" -scenario flood -flood-jobs "$JOBS" >"$out" 2>"$tmp/$1.err"; then
 		echo "bench-flood: the flood of $1 failed:" >&2
 		cat "$out" "$tmp/$1.err" >&2
 		exit 1
