@@ -176,7 +176,7 @@ first2=$(accepted_after "$n1")
 # Wait out the 30 s after the first call of phase 2 (and 1 s for the calls
 # in flight at its end to be logged), then count the calls in it: cost 1
 # each, so units.
-sleep $(awk -v s="$first2" -v e="$(date +%s.%N)" 'BEGIN { w = 31 - (e - s); printf "%.2f", w > 0 ? w : 0 }')
+sleep $(awk -v s="$first2" -v e="$(date +%s.%N)" 'BEGIN { w = 31 - (e - s); printf "%.2f", (w > 0 ? w : 0) }')
 used=$(awk -v n="$n1" -v s="$first2" 'NR > n && $1 < s + 30 { u++ } END { print u + 0 }' "$tmp/accepted.log")
 frac=$(awk -v u="$used" -v q="$QUOTA" 'BEGIN { printf "%.3f", u / (q / 2) }')
 rate2=$(sed -n 's/.*"cluster: fleet state".*"rate":\([0-9.]*\).*"remembered":\([a-z]*\).*/\1 remembered=\2/p' "$tmp/v1.log" | head -1)
