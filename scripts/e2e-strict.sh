@@ -17,9 +17,9 @@
 # last, by its own clock (--log-time), so that neither the start of
 # `sluice run` nor this script's polls (slow on a loaded machine) count;
 # the run ends once the testserver has accepted every job id and the queue
-# is empty. Ideal = JOBS / RATE seconds. Pass: every job answered 200 exactly once, at most
-# MAX_THROTTLED 429s, drain time <= MAX_RATIO x ideal. The last line printed
-# is the ratio drain / ideal.
+# is empty. Ideal = JOBS / RATE seconds. Pass: every job answered 200
+# exactly once, at most MAX_THROTTLED 429s, drain time <= MAX_RATIO x
+# ideal. The last line printed is the ratio drain / ideal.
 #
 # Environment: GO (go), NGINX (nginx), JOBS (2000), RATE (20), BURST (5),
 # MAX_THROTTLED (10), MAX_RATIO (1.20), KEEP=1 keeps the work directory.

@@ -16,9 +16,10 @@
 # last, by the testserver's own clock (--log-time), so that neither the
 # enqueue nor this script's polls (each a process, slow on a loaded
 # machine) count; the run ends once the queue is empty (status: pending 0,
-# in flight 0) and the testserver has accepted 3,000 distinct job ids. Pass: every job done (none dead-lettered),
-# throttled <= 2% of the requests, drain time <= 1.25 x ideal, where ideal =
-# total units / quota. The last line printed is the ratio drain / ideal.
+# in flight 0) and the testserver has accepted 3,000 distinct job ids.
+# Pass: every job done (none dead-lettered), throttled <= 2% of the
+# requests, drain time <= 1.25 x ideal, where ideal = total units / quota.
+# The last line printed is the ratio drain / ideal.
 #
 # With HEADERS=ietf (or x-ratelimit) the testserver sends quota headers and
 # the workers read them (target.rate_limit_headers); make e2e runs it so
