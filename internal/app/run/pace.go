@@ -93,10 +93,15 @@ func (p Pace) BurstText() string {
 // paceCollector exports the pace of a limiter beside its own metrics
 // (limiter.Metrics): the accepted rate, absent while it is not measured,
 // and the burst, absent in disabled mode. Both are read on each scrape.
+// NewPaceCollector builds one; `sluice run` registers it.
 type paceCollector struct {
 	lim             *limiter.Limiter
 	accepted, burst *prometheus.Desc
 }
+
+// NewPaceCollector returns the collector of sluice_limiter_accepted_units_per_minute
+// and sluice_limiter_burst_units for lim, registered nowhere.
+func NewPaceCollector(lim *limiter.Limiter) prometheus.Collector { return newPaceCollector(lim) }
 
 func newPaceCollector(lim *limiter.Limiter) *paceCollector {
 	return &paceCollector{
