@@ -63,7 +63,8 @@ function onFrame(f) {
 
   // Figures.
   setText($('fig-rate'), f.disabled ? 'off (recording only)' : `${fmtInt(f.rate)} units/min`);
-  setText($('fig-accepted'), f.accepted == null ? 'not measured (limiter.slow_start is off)' : `${fmtInt(f.accepted)} units/min`);
+  setText($('fig-accepted'), f.accepted != null ? `${fmtInt(f.accepted)} units/min`
+    : f.disabled ? 'not measured (limiter disabled)' : 'not measured (limiter.slow_start is off)');
   setText($('fig-burst'), burstText(f));
   const members = f.members || [];
   $('fig-fleet-row').hidden = !members.length;

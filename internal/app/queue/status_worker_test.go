@@ -63,8 +63,13 @@ func TestStatusPace(t *testing.T) {
 	if got := paceLines(ws.Pace()); !strings.Contains(got, "API accepted: not measured") {
 		t.Errorf("no accepted rate reported:\n%s", got)
 	}
-	ws.Burst = nil // a disabled limiter: no bound
-	if got := paceLines(ws.Pace()); !strings.Contains(got, "no burst limit") {
+	ws.Burst = nil // an older worker: no burst reported, none shown
+	if got := paceLines(ws.Pace()); strings.Contains(got, "burst") || strings.Contains(got, "disabled") {
+		t.Errorf("no burst reported:\n%s", got)
+	}
+	ws.Disabled = true // a disabled limiter: no bound
+	if got := paceLines(ws.Pace()); !strings.Contains(got, "limiter disabled: sending without a limit") ||
+		!strings.Contains(got, "no burst limit") || strings.Contains(got, "slow_start") {
 		t.Errorf("disabled:\n%s", got)
 	}
 }

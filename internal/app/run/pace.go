@@ -69,6 +69,9 @@ func zeroNaN(v float64) float64 {
 // String says the two rates: "sending at 3000 units/min · API accepted
 // 2950 units/min (last minute)".
 func (p Pace) String() string {
+	if math.IsInf(p.Burst, 1) {
+		return "limiter disabled: sending without a limit, API accepted: not measured"
+	}
 	acc := "API accepted: not measured (limiter.slow_start is off)"
 	if !math.IsNaN(p.Accepted) {
 		acc = "API accepted " + strconv.FormatFloat(p.Accepted, 'f', 0, 64) + " units/min (last minute)"

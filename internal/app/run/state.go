@@ -32,26 +32,33 @@ type WorkerState struct {
 	// Burst is the units the limiter would send at once now; null when it
 	// is disabled (no bound).
 	Burst *float64 `json:"burst_units"`
+	// Disabled is true when the limiter only records (limiter.disabled).
+	Disabled bool `json:"limiter_disabled,omitempty"`
 }
 
 // workerState reads the state of the worker that p probes.
 func workerState(p Probe, id string) WorkerState {
 	st, ws, pace := p.Limiter(), p.Worker(), p.Pace()
 	s := WorkerState{ID: id, InFlight: ws.InFlight, Paused: st.Paused, Rate: pace.Sending,
-		Accepted: finite(pace.Accepted), Burst: finite(pace.Burst)}
+		Accepted: finite(pace.Accepted), Burst: finite(pace.Burst), Disabled: st.Disabled}
 	if st.Paused {
 		s.PausedUntil = st.PausedUntil.UTC()
 	}
 	return s
 }
 
-// Pace is the pace the worker reported: NaN for a figure it did not report.
+// Pace is the pace the worker reported: NaN for a figure it did not report
+// (an older worker reports neither), and no bound to the burst of a
+// disabled limiter.
 func (s WorkerState) Pace() Pace {
-	p := Pace{Sending: s.Rate, Accepted: math.NaN(), Burst: math.Inf(1)}
+	p := Pace{Sending: s.Rate, Accepted: math.NaN(), Burst: math.NaN()}
 	if s.Accepted != nil {
 		p.Accepted = *s.Accepted
 	}
-	if s.Burst != nil {
+	switch {
+	case s.Disabled:
+		p.Burst = math.Inf(1)
+	case s.Burst != nil:
 		p.Burst = *s.Burst
 	}
 	return p
