@@ -112,7 +112,11 @@ func (s statsSource) Stats(context.Context) (sources.Stats, error) { return s.st
 func exportedMetrics(t *testing.T) map[string]*exportedMetric {
 	t.Helper()
 	r := &recordingRegisterer{reg: prometheus.NewRegistry(), metrics: map[string]*exportedMetric{}}
-	for _, c := range []prometheus.Collector{limiter.NewMetrics(), worker.NewMetrics(), cluster.NewMetrics()} {
+	lim, err := limiter.New(limiter.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []prometheus.Collector{limiter.NewMetrics(), run.NewPaceCollector(lim), worker.NewMetrics(), cluster.NewMetrics()} {
 		if err := r.Register(c); err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +340,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 	// The panels the issue asks for, each with the metrics that make it.
 	want := map[string][]string{
 		"Rate per instance":              {"sluice_limiter_rate_units_per_minute"},
-		"Summed rate against the budget": {"sluice_limiter_rate_units_per_minute", "sluice_limiter_units_total"},
+		"Summed rate against the budget": {"sluice_limiter_rate_units_per_minute", "sluice_limiter_accepted_units_per_minute", "sluice_limiter_units_total"},
 		"Tokens and queue":               {"sluice_limiter_tokens", "sluice_limiter_queue_length"},
 		"Throttles by status":            {"sluice_limiter_throttles_total"},
 		"Wait p50/p95":                   {"sluice_limiter_wait_seconds_bucket"},

@@ -12,11 +12,14 @@
 #   - 3,000 jobs of mixed cost (1,000 of each type: 8,000 units), enqueued
 #     while both workers wait.
 #
-# The drain time runs from the start of the enqueue to the moment the queue
-# is empty (status: pending 0, in flight 0) and the testserver has accepted
-# 3,000 distinct job ids. Pass: every job done (none dead-lettered),
-# throttled <= 2% of the requests, drain time <= 1.25 x ideal, where ideal =
-# total units / quota. The last line printed is the ratio drain / ideal.
+# The drain time runs from the first call the testserver accepts to the
+# last, by the testserver's own clock (--log-time), so that neither the
+# enqueue nor this script's polls (each a process, slow on a loaded
+# machine) count; the run ends once the queue is empty (status: pending 0,
+# in flight 0) and the testserver has accepted 3,000 distinct job ids.
+# Pass: every job done (none dead-lettered), throttled <= 2% of the
+# requests, drain time <= 1.25 x ideal, where ideal = total units / quota.
+# The last line printed is the ratio drain / ideal.
 #
 # With HEADERS=ietf (or x-ratelimit) the testserver sends quota headers and
 # the workers read them (target.rate_limit_headers); make e2e runs it so
@@ -95,6 +98,7 @@ bin=$work/sluice
 
 # The target.
 "$bin" testserver --quota "$QUOTA" --listen 127.0.0.1:0 --headers "$HEADERS" \
+	--log "$work/accepted.log" --log-time \
 	--type-cost read=1 --type-cost write=2 --type-cost search=5 \
 	>"$work/testserver.out" 2>"$work/testserver.log" &
 started $!
@@ -216,12 +220,12 @@ if [ -z "$drained" ]; then
 	echo "ratio n/a"
 	exit 1
 fi
-drain=$(awk -v a="$drained" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+drain=$(awk 'NR == 1 { f = $1 } { l = $1 } END { printf "%.1f", l - f }' "$work/accepted.log")
 ratio=$(awk -v d="$drain" -v i="$ideal" 'BEGIN { printf "%.3f", d / i }')
 pct=$(awk -v t="$throttled" -v r="$requests" 'BEGIN { printf "%.2f", r ? t / r * 100 : 0 }')
 util=$(awk -v u="$accepted_units" -v q="$QUOTA" -v d="$drain" 'BEGIN { printf "%.3f", u / (q * d / 60) }')
 echo "enqueue         $(awk -v a="$t_enq" -v b="$t0" 'BEGIN { printf "%.1f", a - b }') s"
-echo "drain time      $drain s from the start of the enqueue; ideal $ideal s ($units units / $QUOTA units/min)"
+echo "drain time      $drain s from the first accepted call to the last; ideal $ideal s ($units units / $QUOTA units/min)"
 if [ -n "$MAX_THROTTLED" ]; then
 	echo "throttled       $throttled requests (limit $MAX_THROTTLED)"
 else

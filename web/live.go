@@ -16,7 +16,9 @@ import (
 // it. Unknown figures are NaN (a source that cannot tell its backlog, say).
 type LiveSnapshot struct {
 	// The limiter.
-	Rate      float64       // units per minute
+	Rate      float64       // units per minute: the rate it sends at
+	Accepted  float64       // units the API accepted from it in the last minute; NaN: not measured
+	Burst     float64       // units it would send at once now (limiter.Stats.Burst)
 	Tokens    float64       // units in the bucket (below zero after an oversized grant)
 	Capacity  float64       // the bucket's size
 	Queue     int           // requests waiting for units
@@ -42,10 +44,11 @@ type LiveSnapshot struct {
 
 // Member is one worker of a shared budget.
 type Member struct {
-	ID    string
-	Rate  float64 // units per minute
-	Share float64
-	Self  bool
+	ID       string
+	Rate     float64 // units per minute
+	Accepted float64 // units the API accepted from it in the last minute
+	Share    float64
+	Self     bool
 }
 
 // LiveSource reads a snapshot of the worker. It is called once per frame of
@@ -120,11 +123,13 @@ func NewLiveHandler(src LiveSource, cfg LiveConfig) (*LiveHandler, error) {
 func (h *LiveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 type liveFrame struct {
-	T         num          `json:"t"`      // seconds since the handler started
-	Title     string       `json:"title"`  // the worker
-	Error     string       `json:"error"`  // reading the source failed
-	Rate      num          `json:"rate"`   // units per minute
-	Tokens    num          `json:"tokens"` // units
+	T         num          `json:"t"`        // seconds since the handler started
+	Title     string       `json:"title"`    // the worker
+	Error     string       `json:"error"`    // reading the source failed
+	Rate      num          `json:"rate"`     // units per minute
+	Accepted  num          `json:"accepted"` // units per minute (the last minute); null: not measured
+	Burst     num          `json:"burst"`    // units; null: no bound (disabled)
+	Tokens    num          `json:"tokens"`   // units
 	Capacity  num          `json:"capacity"`
 	Queue     int          `json:"queue"`
 	Paused    bool         `json:"paused"`
@@ -147,10 +152,11 @@ type count struct {
 }
 
 type liveMember struct {
-	ID    string `json:"id"`
-	Rate  num    `json:"rate"`
-	Share num    `json:"share"`
-	Self  bool   `json:"self"`
+	ID       string `json:"id"`
+	Rate     num    `json:"rate"`
+	Accepted num    `json:"accepted"`
+	Share    num    `json:"share"`
+	Self     bool   `json:"self"`
 }
 
 func counts(m map[string]float64) []count {
@@ -179,17 +185,19 @@ func (h *LiveHandler) frame(ctx context.Context) liveFrame {
 		h.log.Warn("live page: reading the worker", "err", err)
 		f.Error = err.Error()
 		f.Rate, f.Tokens, f.Capacity, f.Share, f.Units = num(math.NaN()), num(math.NaN()), num(math.NaN()), num(math.NaN()), num(math.NaN())
+		f.Accepted, f.Burst = num(math.NaN()), num(math.NaN())
 		f.PauseLeft, f.InFlight, f.Backlog = num(math.NaN()), num(math.NaN()), num(math.NaN())
 		return f
 	}
 	f.Rate, f.Tokens, f.Capacity = round3(s.Rate), round3(s.Tokens), round3(s.Capacity)
+	f.Accepted, f.Burst = round3(s.Accepted), round3(s.Burst)
 	f.Queue, f.Paused, f.PauseLeft = s.Queue, s.Paused, round3(s.PauseLeft.Seconds())
 	f.Instances, f.Share, f.Disabled = s.Instances, round3(s.Share), s.Disabled
 	f.Units = round3(s.Units)
 	f.Throttles, f.Rejected, f.Jobs = counts(s.Throttles), counts(s.Rejections), counts(s.Jobs)
 	f.InFlight, f.Backlog = round3(s.InFlight), round3(s.Backlog)
 	for _, m := range s.Members {
-		f.Members = append(f.Members, liveMember{ID: m.ID, Rate: round3(m.Rate), Share: round3(m.Share), Self: m.Self})
+		f.Members = append(f.Members, liveMember{ID: m.ID, Rate: round3(m.Rate), Accepted: round3(m.Accepted), Share: round3(m.Share), Self: m.Self})
 	}
 	return f
 }

@@ -341,11 +341,11 @@ func TestLiveStream(t *testing.T) {
 		src := func(ctx context.Context) (LiveSnapshot, error) {
 			calls++
 			return LiveSnapshot{
-				Rate: 600, Tokens: 3.5, Capacity: 100, Queue: 2, Paused: true, PauseLeft: 4 * time.Second,
+				Rate: 600, Accepted: math.NaN(), Burst: 0, Tokens: 3.5, Capacity: 100, Queue: 2, Paused: true, PauseLeft: 4 * time.Second,
 				Instances: 2, Share: 0.5, Units: 42, Throttles: map[string]float64{"429": 3},
 				Jobs:     map[string]float64{"succeeded": 40, "dead_lettered": 1},
 				InFlight: 5, Backlog: math.NaN(),
-				Members: []Member{{ID: "a", Rate: 600, Share: 0.5, Self: true}, {ID: "b", Rate: 580, Share: 0.5}},
+				Members: []Member{{ID: "a", Rate: 600, Accepted: 590, Share: 0.5, Self: true}, {ID: "b", Rate: 580, Accepted: 575.5, Share: 0.5}},
 			}, nil
 		}
 		cfg := DefaultLiveConfig()
@@ -376,6 +376,14 @@ func TestLiveStream(t *testing.T) {
 		}
 		if f["rate"] != 600.0 || f["backlog"] != nil || f["pause_left"] != 4.0 || f["title"] != "w1" || len(f["members"].([]any)) != 2 {
 			t.Errorf("frame %s", data)
+		}
+		// Sending and accepted side by side; an accepted rate not measured
+		// is null, not 0; a paused limiter has no burst to send.
+		if _, ok := f["accepted"]; !ok || f["accepted"] != nil || f["burst"] != 0.0 {
+			t.Errorf("accepted %v, burst %v; want null, 0: %s", f["accepted"], f["burst"], data)
+		}
+		if !strings.Contains(data, `{"id":"b","rate":580,"accepted":575.5,"share":0.5,"self":false}`) {
+			t.Errorf("members without their accepted rates: %s", data)
 		}
 		if !strings.Contains(data, `"jobs":[{"name":"dead_lettered","value":1},{"name":"succeeded","value":40}]`) {
 			t.Errorf("jobs not sorted by outcome in %s", data)

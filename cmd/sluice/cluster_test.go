@@ -102,7 +102,8 @@ func TestRunShare(t *testing.T) {
 				}
 				s := out.String()
 				return strings.HasPrefix(strings.Join(strings.Fields(s), " "), "members ("+mode+") 2 ") &&
-					strings.Count(s, "rate     600.0/min") == 2 && strings.Contains(s, "  a ") && strings.Contains(s, "  b ") &&
+					strings.Count(s, "sending     600.0/min  accepted ") == 2 && strings.Contains(s, "  a ") && strings.Contains(s, "  b ") &&
+					strings.Contains(s, "\n  fleet sending at 1200 units/min · API accepted ") &&
 					strings.Count(s, "  clock +0.")+strings.Count(s, "  clock -0.") == 2 // one machine: one clock
 			})
 

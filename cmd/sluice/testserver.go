@@ -37,7 +37,9 @@ GET /jobs. A call costs the X-Cost header's units, or its job type's price
 (Sluice-Type or X-Job-Type header, priced with --type-cost TYPE=UNITS), or
 --default-cost. The job id in Sluice-Job-Id (or X-Job-Id) is counted per
 accepted call, so duplicates show in GET /stats ("jobs") and GET /jobs, and
---log FILE appends each accepted id on its own line.
+--log FILE appends each accepted id on its own line; with --log-time each
+line begins with the Unix time of the acceptance, in seconds to the
+millisecond, and a space ("1733270400.125 job-000001").
 
 --headers ietf sends RateLimit-Policy ("window";q=QUOTA;w=WINDOW) and
 RateLimit ("window";r=REMAINING;t=RESET) with every answer; --headers
@@ -73,6 +75,7 @@ stats as JSON. See docs/simulator.md.`,
 	fl.StringArrayVar(&f.TypeCosts, "type-cost", nil, "price of a job type, TYPE=UNITS (repeatable)")
 	fl.Float64Var(&f.DefaultCost, "default-cost", 1, "units of a call with no X-Cost and no priced type")
 	fl.StringVar(&f.LogFile, "log", "", "append the id of every accepted call to this file")
+	fl.BoolVar(&f.LogTime, "log-time", false, "with --log: begin each line with the Unix time of the acceptance (seconds, to the millisecond)")
 	registerHeaders(fl, &f.Headers, "sent with every answer, computed from the window")
 	return cmd
 }

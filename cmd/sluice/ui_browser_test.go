@@ -5,6 +5,8 @@ package main
 import (
 	"fmt"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,12 +54,22 @@ func TestBrowserLivePage(t *testing.T) {
 	}
 	got := browsertest.Eval[map[string]string](t, ctx, `({
   rate: document.getElementById('fig-rate').textContent,
-  tokens: document.getElementById('fig-tokens').textContent,
+  accepted: document.getElementById('fig-accepted').textContent,
+  burst: document.getElementById('fig-burst').textContent,
   succeeded: document.getElementById('fig-succeeded').textContent,
   jobs: document.getElementById('jobs-rows').textContent,
   chart: document.getElementById('rate-text').textContent,
 })`)
 	t.Logf("live page: %v", got)
+	// The rate it sends at beside the rate the API accepted (the jobs'
+	// units, in the last minute), and the burst in units and seconds.
+	acc, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSuffix(got["accepted"], " units/min"), ",", ""), 64)
+	if err != nil || acc <= 0 || acc > jobs {
+		t.Errorf("API accepted %q, want between 1 and %d units/min", got["accepted"], jobs)
+	}
+	if !strings.Contains(got["burst"], " units") || strings.Contains(got["burst"], " of ") {
+		t.Errorf("burst available %q, want units (and seconds of the rate), not tokens of a capacity", got["burst"])
+	}
 	if painted := browsertest.Eval[int](t, ctx, `(() => {
   const c = document.getElementById('rate');
   const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;

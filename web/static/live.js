@@ -47,12 +47,14 @@ function onFrame(f) {
   const newThrottles = prev ? Math.max(0, throttled - sum(prev.throttles)) : 0;
   if (prev && f.paused && !prev.paused) pauses++;
 
-  // Rate chart: this worker, and the other members when there are.
-  const series = [{ key: 'self', label: 'This worker', color: instanceColor(0), width: 2.4 }];
+  // Rate chart: this worker's sending rate and the API's accepted rate,
+  // and the other members' sending rates when there are.
+  const series = [{ key: 'self', label: 'This worker: sending at', color: instanceColor(0), width: 2.4 }];
+  if (f.accepted != null) series.push({ key: 'accepted', label: 'This worker: API accepted (last minute)', color: instanceColor(0), dash: true });
   const others = (f.members || []).filter((m) => !m.self);
   others.forEach((m, k) => series.push({ key: `m:${m.id}`, label: m.id, color: instanceColor(k + 1) }));
   rate.setSeries(series);
-  const values = { self: f.rate };
+  const values = { self: f.rate, accepted: f.accepted };
   for (const m of others) values[`m:${m.id}`] = m.rate;
   rate.add(t, values, newThrottles, f.paused);
   rate.draw();
@@ -61,7 +63,16 @@ function onFrame(f) {
 
   // Figures.
   setText($('fig-rate'), f.disabled ? 'off (recording only)' : `${fmtInt(f.rate)} units/min`);
-  setText($('fig-tokens'), f.disabled ? '—' : `${fmtNum(f.tokens)} of ${fmtNum(f.capacity)}`);
+  setText($('fig-accepted'), f.accepted != null ? `${fmtInt(f.accepted)} units/min`
+    : f.disabled ? 'not measured (limiter disabled)' : 'not measured (limiter.slow_start is off)');
+  setText($('fig-burst'), burstText(f));
+  const members = f.members || [];
+  $('fig-fleet-row').hidden = !members.length;
+  if (members.length) {
+    const sending = members.reduce((a, m) => a + m.rate, 0);
+    const accepted = members.reduce((a, m) => a + (m.accepted || 0), 0);
+    setText($('fig-fleet'), `${members.length} workers sending at ${fmtInt(sending)} units/min · API accepted ${fmtInt(accepted)} units/min`);
+  }
   setText($('fig-queue'), fmtInt(f.queue));
   setText($('fig-paused'), f.paused ? `yes, ${fmtSeconds(f.pause_left)} left` : 'no');
   setText($('fig-throttled'), fmtInt(throttled));
@@ -111,9 +122,9 @@ function onFrame(f) {
     : f.share > 0 && f.share < 1 ? `This worker has ${fmtNum(f.share * 100)}% of the budget.` : '');
 
   // Members, only when membership is on.
-  const members = $('members');
-  members.hidden = !(f.members && f.members.length);
-  if (!members.hidden) {
+  const memberPanel = $('members');
+  memberPanel.hidden = !members.length;
+  if (!memberPanel.hidden) {
     $('member-rows').replaceChildren(...f.members.map((m) => {
       const tr = document.createElement('tr');
       const th = document.createElement('th');
@@ -121,20 +132,36 @@ function onFrame(f) {
       th.textContent = m.self ? `${m.id} (this worker)` : m.id;
       const r = document.createElement('td');
       r.textContent = fmtInt(m.rate);
+      const a = document.createElement('td');
+      a.textContent = fmtInt(m.accepted);
       const s = document.createElement('td');
       s.textContent = `${fmtNum(m.share * 100)}%`;
-      tr.append(th, r, s);
+      tr.append(th, r, a, s);
       return tr;
     }));
   }
 
   // Text equivalent and announcements.
-  setText($('rate-text'), `Rate now ${fmtInt(f.rate)} units per minute; ${fmtInt(throttled)} throttles in all` +
+  setText($('rate-text'), `Sending at ${fmtInt(f.rate)} units per minute; ` +
+    `${f.accepted == null ? 'the accepted rate is not measured' : `the API accepted ${fmtInt(f.accepted)} in the last minute`}; ` +
+    `${fmtInt(throttled)} throttles in all` +
     `${others.length ? `; ${others.length} other workers at ${others.map((m) => fmtInt(m.rate)).join(', ')}` : ''}. ` +
     `Backlog ${f.backlog == null ? 'unknown' : fmtInt(f.backlog)} jobs, ${fmtInt(get(f.jobs, 'succeeded'))} succeeded.`);
   if (prev && f.paused && !prev.paused) announce.say(`Throttled: paused for ${fmtSeconds(f.pause_left)}; rate ${fmtInt(f.rate)} units per minute.`);
   else if (prev && prev.backlog > 0 && f.backlog === 0) announce.say('The backlog is drained.');
   prev = f;
+}
+
+// burstText says what the limiter would send at once now, in units and in
+// seconds of its current rate (docs/ui.md): not the bucket's size, which
+// is only the most it can hold.
+function burstText(f) {
+  if (f.disabled) return 'no limit (recording only)';
+  if (f.burst == null) return '—';
+  if (f.paused) return '0 units (paused)';
+  if (f.queue > 0 && f.burst === 0) return '0 units (requests are waiting)';
+  const secs = f.rate > 0 ? ` (= ${fmtSeconds(f.burst / f.rate * 60)} at the current rate)` : '';
+  return `${fmtInt(f.burst)} units${secs}`;
 }
 
 connect('events', { frame: onFrame }, (status) => {

@@ -90,19 +90,19 @@ func TestDemoLiveDraw(t *testing.T) {
 	o := DefaultOptions()
 	o.Workers = 6
 	m := &demoMonitor{o: o, rep: &Report{}, out: &b, width: 50}
-	s := demoSample{at: 12 * time.Second, rates: []float64{100, 100, 100, 100, 100, 100}, drained: 100, requests: 120, eta: 30 * time.Second}
+	s := demoSample{at: 12 * time.Second, rates: []float64{100, 100, 100, 100, 100, 100}, accepted: 540, drained: 100, requests: 120, eta: 30 * time.Second}
 	s.api.WindowUnits = 180
 	s.api.Throttled = 2
 	m.draw(s)
 	first := b.String()
-	if strings.Contains(first, "\033[4A") {
+	if strings.Contains(first, "\033[5A") {
 		t.Fatal("the first draw moves the cursor up")
 	}
 	b.Reset()
 	m.draw(s)
 	second := b.String()
-	if !strings.HasPrefix(second, "\033[4A") {
-		t.Fatalf("the redraw does not start by going back 4 lines: %q", second)
+	if !strings.HasPrefix(second, "\033[5A") {
+		t.Fatalf("the redraw does not start by going back 5 lines: %q", second)
 	}
 	ansi := regexp.MustCompile(`\x1b\[[0-9]*[AK]|\r`)
 	for _, l := range strings.Split(strings.TrimSuffix(first, "\n"), "\n") {
@@ -112,5 +112,21 @@ func TestDemoLiveDraw(t *testing.T) {
 	}
 	if !strings.Contains(first, "100/400 (25%)") || !strings.Contains(first, "ETA 0:30") {
 		t.Errorf("the progress lacks the count or the ETA: %q", first)
+	}
+	// On a wide terminal and in plain lines: the rate the workers send
+	// at beside the rate the API accepted.
+	b.Reset()
+	m = &demoMonitor{o: o, rep: &Report{}, out: &b, width: 200}
+	m.draw(s)
+	for _, want := range []string{"rates    sending at 600 units/min · API accepted 540 units/min (hidden quota ", "workers  sending at w1 100 + w2 100 + "} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the display lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	m = &demoMonitor{o: o, rep: &Report{}, out: &b}
+	m.draw(s)
+	if want := "sending at 600 (100+100+100+100+100+100) · API accepted 540 units/min"; !strings.Contains(b.String(), want) {
+		t.Errorf("the plain line lacks %q: %s", want, b.String())
 	}
 }

@@ -39,7 +39,8 @@ type demoMonitor struct {
 // demoSample is one look at the workers and the API.
 type demoSample struct {
 	at       time.Duration
-	rates    []float64 // each worker's rate
+	rates    []float64 // each worker's rate: what it sends at
+	accepted float64   // units the workers measured the API to accept in the last minute
 	settled  float64   // jobs settled by the workers (done or dead-lettered)
 	api      sim.Stats
 	eta      time.Duration // -1 when unknown
@@ -97,7 +98,11 @@ func (m *demoMonitor) sample() demoSample {
 		if p == nil {
 			continue
 		}
-		s.rates[i] = p.Limiter().Rate
+		pace := p.Pace()
+		s.rates[i] = pace.Sending
+		if !math.IsNaN(pace.Accepted) {
+			s.accepted += pace.Accepted
+		}
 		jobs := p.Worker().Jobs
 		s.settled += float64(jobs[worker.OutcomeSucceeded] + jobs[worker.OutcomeDeadLettered])
 	}
@@ -174,8 +179,8 @@ func (m *demoMonitor) draw(s demoSample) {
 	}
 	used := s.api.WindowUnits * time.Minute.Seconds() / demoWindow.Seconds()
 	if m.width <= 0 {
-		fmt.Fprintf(m.out, "%s  drained %d/%d  rates %s = %.0f units/min  API used %.0f/%s  429s %d/%d  ETA %s\n",
-			fmtClock(s.at), s.drained, m.o.Jobs, strings.Join(parts, "+"), sum, used, fnum(m.o.Quota), s.api.Throttled, s.requests, eta)
+		fmt.Fprintf(m.out, "%s  drained %d/%d  sending at %.0f (%s) · API accepted %.0f units/min  quota %s  429s %d/%d  ETA %s\n",
+			fmtClock(s.at), s.drained, m.o.Jobs, sum, strings.Join(parts, "+"), s.accepted, fnum(m.o.Quota), s.api.Throttled, s.requests, eta)
 		return
 	}
 	frac := float64(s.drained) / float64(m.o.Jobs)
@@ -184,8 +189,9 @@ func (m *demoMonitor) draw(s demoSample) {
 	lines := []string{
 		fmt.Sprintf("  drained  %d/%d (%.0f%%)  %s elapsed  ETA %s", s.drained, m.o.Jobs, frac*100, fmtClock(s.at), eta),
 		fmt.Sprintf("  [%s%s]", strings.Repeat("#", filled), strings.Repeat(".", bar-filled)),
-		fmt.Sprintf("  rates    %.0f units/min = %s (hidden quota %s)", sum, workerRates(parts), fnum(m.o.Quota)),
-		fmt.Sprintf("  API      %.0f units/min used · %d requests · %d throttled (429)", used, s.requests, s.api.Throttled),
+		fmt.Sprintf("  rates    sending at %.0f units/min · API accepted %.0f units/min (hidden quota %s)", sum, s.accepted, fnum(m.o.Quota)),
+		fmt.Sprintf("  workers  sending at %s units/min", workerRates(parts)),
+		fmt.Sprintf("  API      %.0f units/min used (its last %v) · %d requests · %d throttled (429)", used, demoWindow, s.requests, s.api.Throttled),
 	}
 	if m.drawn > 0 {
 		fmt.Fprintf(m.out, "\033[%dA", m.drawn) // back to the first line of the display

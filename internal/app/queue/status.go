@@ -156,7 +156,7 @@ func printStatus(w io.Writer, st sources.Stats, p drainProgress, asJSON bool, me
 		"dead letters", dead,
 		"done", done)
 	if err == nil && ws != nil {
-		_, err = fmt.Fprintf(w, "%-24s %s\n", "worker "+ws.ID, workerLine(ws, time.Now()))
+		_, err = fmt.Fprintf(w, "%-24s %s\n%s", "worker "+ws.ID, workerLine(ws, time.Now()), paceLines(ws.Pace()))
 	}
 	if err != nil || !p.measured {
 		return err
@@ -179,10 +179,21 @@ func printStatus(w io.Writer, st sources.Stats, p drainProgress, asJSON bool, me
 func workerLine(ws *run.WorkerState, now time.Time) string {
 	held := strconv.FormatInt(ws.InFlight, 10) + " in flight"
 	if !ws.Paused {
-		return "running at " + strconv.FormatFloat(ws.Rate, 'f', 0, 64) + " units/min, " + held
+		return "running, " + held
 	}
 	left := max(ws.PausedUntil.Sub(now), 0).Round(100 * time.Millisecond)
 	return fmt.Sprintf("paused by the API until %s (%s left), %s", ws.PausedUntil.Local().Format(time.TimeOnly), FormatDuration(left), held)
+}
+
+// paceLines are the lines under a worker or a fleet: the rate it sends at
+// beside the rate the API accepted, and the burst it can send at once
+// (none for a fleet), each indented.
+func paceLines(p run.Pace) string {
+	out := "  " + p.String() + "\n"
+	if b := p.BurstText(); b != "" {
+		out += "  " + b + "\n"
+	}
+	return out
 }
 
 // FormatDuration prints a duration in seconds with one decimal, or in whole

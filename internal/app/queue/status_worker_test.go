@@ -15,7 +15,8 @@ import (
 // and what it holds, not "not draining".
 func TestStatusShowsAPausedWorker(t *testing.T) {
 	until := time.Date(2026, 1, 2, 3, 4, 30, 0, time.Local)
-	ws := &run.WorkerState{ID: "w1", InFlight: 64, Paused: true, PausedUntil: until, Rate: 1200}
+	accepted, burst := 1150.0, 0.0
+	ws := &run.WorkerState{ID: "w1", InFlight: 64, Paused: true, PausedUntil: until, Rate: 1200, Accepted: &accepted, Burst: &burst}
 	if got, want := workerLine(ws, until.Add(-12*time.Second)), "paused by the API until 03:04:30 (12.0 s left), 64 in flight"; got != want {
 		t.Errorf("workerLine = %q, want %q", got, want)
 	}
@@ -25,7 +26,9 @@ func TestStatusShowsAPausedWorker(t *testing.T) {
 	if err := printStatus(&out, st, stalled, false, nil, ws); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"worker w1", "paused by the API until 03:04:30", "64 in flight", "unknown (paused)"} {
+	for _, want := range []string{"worker w1", "paused by the API until 03:04:30", "64 in flight", "unknown (paused)",
+		"\n  sending at 1200 units/min · API accepted 1150 units/min (last minute)\n",
+		"\n  burst available 0 units (= 0.0 s at the current rate)\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status:\n%s\nwant %q", out.String(), want)
 		}
@@ -40,7 +43,33 @@ func TestStatusShowsAPausedWorker(t *testing.T) {
 		t.Errorf("status without a worker:\n%s", s)
 	}
 	ws.Paused = false
-	if got := workerLine(ws, until); got != "running at 1200 units/min, 64 in flight" {
+	if got := workerLine(ws, until); got != "running, 64 in flight" {
 		t.Errorf("a running worker: %q", got)
+	}
+}
+
+// The rates status shows: the one the limiter sends at beside the one the
+// API accepted, and the burst in units and in seconds of that rate; an
+// accepted rate that is not measured says so, not 0.
+func TestStatusPace(t *testing.T) {
+	accepted, burst := 2950.0, 500.0
+	ws := run.WorkerState{Rate: 3000, Accepted: &accepted, Burst: &burst}
+	want := "  sending at 3000 units/min · API accepted 2950 units/min (last minute)\n" +
+		"  burst available 500 units (= 10.0 s at the current rate)\n"
+	if got := paceLines(ws.Pace()); got != want {
+		t.Errorf("pace:\n%s\nwant\n%s", got, want)
+	}
+	ws.Accepted = nil
+	if got := paceLines(ws.Pace()); !strings.Contains(got, "API accepted: not measured") {
+		t.Errorf("no accepted rate reported:\n%s", got)
+	}
+	ws.Burst = nil // an older worker: no burst reported, none shown
+	if got := paceLines(ws.Pace()); strings.Contains(got, "burst") || strings.Contains(got, "disabled") {
+		t.Errorf("no burst reported:\n%s", got)
+	}
+	ws.Disabled = true // a disabled limiter: no bound
+	if got := paceLines(ws.Pace()); !strings.Contains(got, "limiter disabled: sending without a limit") ||
+		!strings.Contains(got, "no burst limit") || strings.Contains(got, "slow_start") {
+		t.Errorf("disabled:\n%s", got)
 	}
 }

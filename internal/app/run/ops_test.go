@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -511,11 +512,12 @@ func (plainSource) Close() error { return nil }
 // it from metrics.listen; nothing to ask gives nil.
 func TestWorkerState(t *testing.T) {
 	until := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	want := WorkerState{ID: "w1", InFlight: 64, Paused: true, PausedUntil: until, Rate: 600}
+	accepted, burst := 590.0, 0.0
+	want := WorkerState{ID: "w1", InFlight: 64, Paused: true, PausedUntil: until, Rate: 600, Accepted: &accepted, Burst: &burst}
 	srv := httptest.NewServer(opsHandler(opsConfig{state: func() WorkerState { return want }}, prometheus.NewRegistry(), nil, nil))
 	defer srv.Close()
 	got, err := ReadWorkerState(t.Context(), config.Metrics{Listen: strings.TrimPrefix(srv.URL, "http://")})
-	if err != nil || got == nil || *got != want {
+	if err != nil || got == nil || !reflect.DeepEqual(*got, want) {
 		t.Fatalf("ReadWorkerState = %+v, %v, want %+v", got, err, want)
 	}
 	for _, listen := range []string{"off", "127.0.0.1:0"} {

@@ -219,7 +219,14 @@ func newLimiter(lcfg limiter.Config, share *shareRun, reg prometheus.Registerer,
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	opts := append(share.limiterOptions(), limiter.WithMetrics(lm), limiter.WithLogger(log))
-	return limiter.New(share.limiterConfig(lcfg), opts...)
+	lim, err := limiter.New(share.limiterConfig(lcfg), opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.Register(newPaceCollector(lim)); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return lim, nil
 }
 
 // newWorker builds the worker with its metrics and, when configured, its

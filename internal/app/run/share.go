@@ -193,6 +193,11 @@ type MemberList struct {
 	Mode       string           `json:"mode"`
 	Partitions int              `json:"partitions,omitempty"` // leases mode
 	Members    []cluster.Member `json:"members"`              // empty when the bucket does not exist yet
+	// The fleet's pace (FleetPace): the sum of the members' rates, and of
+	// the units the API accepted from each in the minute before its
+	// heartbeat.
+	Sending  float64 `json:"sending_units_per_minute"`
+	Accepted float64 `json:"accepted_units_per_minute"`
 }
 
 // ListMembers reads the live members of the budget that cfg describes; nil
@@ -234,6 +239,8 @@ func ListMembers(ctx context.Context, cfg config.Config, log *slog.Logger) (*Mem
 		return nil, fmt.Errorf("status: %w", err)
 	}
 	ml.Members = members
+	f := FleetPace(members, "", nil)
+	ml.Sending, ml.Accepted = f.Sending, f.Accepted
 	return ml, nil
 }
 
@@ -246,7 +253,8 @@ func (ml *MemberList) Print(w io.Writer) error {
 		_, err := fmt.Fprintf(w, "%-24s %10s\n", "members ("+ml.Mode+")", "none")
 		return err
 	}
-	if _, err := fmt.Fprintf(w, "%-24s %10d\n", "members ("+ml.Mode+")", len(ml.Members)); err != nil {
+	if _, err := fmt.Fprintf(w, "%-24s %10d\n  fleet %s\n", "members ("+ml.Mode+")", len(ml.Members),
+		Pace{Sending: ml.Sending, Accepted: ml.Accepted}); err != nil {
 		return err
 	}
 	now := time.Now()
@@ -255,8 +263,8 @@ func (ml *MemberList) Print(w io.Writer) error {
 		if ml.Mode == config.ShareLeases {
 			leases = fmt.Sprintf("  leases %d/%d", m.Leases, ml.Partitions)
 		}
-		if _, err := fmt.Fprintf(w, "  %-30s rate %9.1f/min  share %6.4f%s  up %s  clock %s\n",
-			m.ID, m.Rate, m.Share, leases, now.Sub(m.Started).Round(time.Second), skew(m.Skew)); err != nil {
+		if _, err := fmt.Fprintf(w, "  %-30s sending %9.1f/min  accepted %9.1f/min  share %6.4f%s  up %s  clock %s\n",
+			m.ID, m.Rate, m.Accepted, m.Share, leases, now.Sub(m.Started).Round(time.Second), skew(m.Skew)); err != nil {
 			return err
 		}
 	}

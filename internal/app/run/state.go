@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"time"
@@ -22,18 +23,53 @@ type WorkerState struct {
 	// PausedUntil.
 	Paused      bool      `json:"paused"`
 	PausedUntil time.Time `json:"paused_until,omitzero"`
-	// Rate is the limiter's rate, units per minute.
+	// Rate is the rate the limiter sends at, units per minute.
 	Rate float64 `json:"rate_units_per_minute"`
+	// Accepted is the units the API accepted from this worker in the last
+	// minute; null when the limiter does not measure it (limiter.slow_start
+	// off, or disabled).
+	Accepted *float64 `json:"accepted_units_per_minute"`
+	// Burst is the units the limiter would send at once now; null when it
+	// is disabled (no bound).
+	Burst *float64 `json:"burst_units"`
+	// Disabled is true when the limiter only records (limiter.disabled).
+	Disabled bool `json:"limiter_disabled,omitempty"`
 }
 
 // workerState reads the state of the worker that p probes.
 func workerState(p Probe, id string) WorkerState {
-	st, ws := p.Limiter(), p.Worker()
-	s := WorkerState{ID: id, InFlight: ws.InFlight, Paused: st.Paused, Rate: st.Rate}
+	st, ws, pace := p.Limiter(), p.Worker(), p.Pace()
+	s := WorkerState{ID: id, InFlight: ws.InFlight, Paused: st.Paused, Rate: pace.Sending,
+		Accepted: finite(pace.Accepted), Burst: finite(pace.Burst), Disabled: st.Disabled}
 	if st.Paused {
 		s.PausedUntil = st.PausedUntil.UTC()
 	}
 	return s
+}
+
+// Pace is the pace the worker reported: NaN for a figure it did not report
+// (an older worker reports neither), and no bound to the burst of a
+// disabled limiter.
+func (s WorkerState) Pace() Pace {
+	p := Pace{Sending: s.Rate, Accepted: math.NaN(), Burst: math.NaN()}
+	if s.Accepted != nil {
+		p.Accepted = *s.Accepted
+	}
+	switch {
+	case s.Disabled:
+		p.Burst = math.Inf(1)
+	case s.Burst != nil:
+		p.Burst = *s.Burst
+	}
+	return p
+}
+
+// finite returns &v, or nil when v is NaN or infinite (null in JSON).
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
 }
 
 // serveState answers GET /state with state() as JSON.

@@ -54,6 +54,7 @@ func serveUI(ctx context.Context, ln net.Listener, ops opsConfig, log *slog.Logg
 // snapshots are what the live page reads of a worker; Probe is one.
 type snapshots interface {
 	Limiter() limiter.Stats
+	Pace() Pace
 	Worker() worker.Stats
 }
 
@@ -94,15 +95,17 @@ func mountUI(mux *http.ServeMux, cfg opsConfig, log *slog.Logger) {
 }
 
 // uiSource reads a snapshot of the worker for the live page: the
-// limiter's and the worker's own snapshots, the backlog from the source
-// when it reports stats, and the members' rates when members is not nil
-// (self is this worker's member key).
+// limiter's and the worker's own snapshots and the limiter's pace, the
+// backlog from the source when it reports stats, and the members' rates,
+// sending and accepted, when members is not nil (self is this worker's
+// member key; its own figures are read now, not from its heartbeat).
 func uiSource(p snapshots, src sources.Source, members func() []cluster.Member, self string) web.LiveSource {
 	ss, _ := src.(sources.StatsSource)
 	return func(ctx context.Context) (web.LiveSnapshot, error) {
-		st, ws := p.Limiter(), p.Worker()
+		st, ws, pace := p.Limiter(), p.Worker(), p.Pace()
 		s := web.LiveSnapshot{
-			Rate: st.Rate, Tokens: st.Tokens, Capacity: st.Capacity, Queue: st.Queue,
+			Rate: pace.Sending, Accepted: pace.Accepted, Burst: pace.Burst,
+			Tokens: st.Tokens, Capacity: st.Capacity, Queue: st.Queue,
 			Paused: st.Paused, Instances: st.Instances, Share: st.Share, Disabled: st.Disabled,
 			Units:      st.Units,
 			Throttles:  make(map[string]float64, len(st.Throttles)),
@@ -135,7 +138,11 @@ func uiSource(p snapshots, src sources.Source, members func() []cluster.Member, 
 		}
 		if members != nil {
 			for _, m := range members() {
-				s.Members = append(s.Members, web.Member{ID: m.ID, Rate: m.Rate, Share: m.Share, Self: m.Key == self})
+				wm := web.Member{ID: m.ID, Rate: m.Rate, Accepted: m.Accepted, Share: m.Share, Self: m.Key == self}
+				if wm.Self {
+					wm.Rate, wm.Accepted = pace.Sending, zeroNaN(pace.Accepted)
+				}
+				s.Members = append(s.Members, wm)
 			}
 		}
 		return s, ctx.Err()

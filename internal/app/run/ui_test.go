@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -29,6 +30,7 @@ type fixedStats struct {
 }
 
 func (f fixedStats) Limiter() limiter.Stats { return f.lim.Stats() }
+func (f fixedStats) Pace() Pace             { return limiterPace(f.lim, f.lim.Stats()) }
 func (f fixedStats) Worker() worker.Stats   { return f.ws }
 
 // statsSource is a source whose only capability is its stats.
@@ -62,6 +64,11 @@ func TestUISource(t *testing.T) {
 	if s.Rate != 600 || s.Capacity != 100 || s.Tokens < 95 || s.Tokens > 100 || s.Units != 5 || s.Instances != 1 {
 		t.Errorf("limiter: %+v", s)
 	}
+	// The burst is what goes at once (the bucket here); nothing was
+	// observed, so the API accepted 0 (slow start counts it).
+	if math.Abs(s.Burst-s.Tokens) > 0.5 || s.Accepted != 0 { // two readings, a moment apart
+		t.Errorf("burst %v (tokens %v), accepted %v; want the tokens and 0", s.Burst, s.Tokens, s.Accepted)
+	}
 	if len(s.Jobs) != 2 || s.Jobs["succeeded"] != 7 || s.Jobs["dead_lettered"] != 1 || s.InFlight != 2 || s.Backlog != 17 || s.Members != nil {
 		t.Errorf("jobs %v, in flight %v, backlog %v, members %v", s.Jobs, s.InFlight, s.Backlog, s.Members)
 	}
@@ -71,13 +78,18 @@ func TestUISource(t *testing.T) {
 
 	// With membership, every member's rate, this worker's marked.
 	members := func() []cluster.Member {
-		return []cluster.Member{{Key: "m.a-1", ID: "a", Rate: 300, Share: 0.5}, {Key: "m.b-2", ID: "b", Rate: 290, Share: 0.5}}
+		up := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+		return []cluster.Member{
+			{Key: "m.a-1", ID: "a", Rate: 300, Accepted: 280, Share: 0.5, Started: up, Refreshed: up.Add(2 * time.Minute)},
+			{Key: "m.b-2", ID: "b", Rate: 290, Accepted: 250, Share: 0.5, Started: up, Refreshed: up.Add(2 * time.Minute)},
+		}
 	}
 	s, err = uiSource(st, src, members, "m.b-2")(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []web.Member{{ID: "a", Rate: 300, Share: 0.5}, {ID: "b", Rate: 290, Share: 0.5, Self: true}}
+	// This worker's own figures are read now, not from its heartbeat.
+	want := []web.Member{{ID: "a", Rate: 300, Accepted: 280, Share: 0.5}, {ID: "b", Rate: 600, Accepted: 0, Share: 0.5, Self: true}}
 	if !slices.Equal(s.Members, want) {
 		t.Errorf("members %+v, want %+v", s.Members, want)
 	}

@@ -34,6 +34,7 @@ type ServerOptions struct {
 	TypeCosts    []string // TYPE=UNITS
 	DefaultCost  float64
 	LogFile      string
+	LogTime      bool // --log-time: each line of LogFile begins with the time of the acceptance
 	Headers      Headers
 }
 
@@ -52,6 +53,11 @@ func RunServer(ctx context.Context, o ServerOptions, out, errOut io.Writer) erro
 		}
 		defer lf.Close()
 		cfg.Log = lf
+		if o.LogTime {
+			cfg.Log = stampedLog{w: lf, now: time.Now}
+		}
+	} else if o.LogTime {
+		return cli.UsageError(errors.New("--log-time: needs --log FILE"))
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(errOut, nil))
 	var lc net.ListenConfig
@@ -60,6 +66,26 @@ func RunServer(ctx context.Context, o ServerOptions, out, errOut io.Writer) erro
 		return fmt.Errorf("--listen: %w", err)
 	}
 	return ServeAPI(ctx, ln, cfg, out, errOut)
+}
+
+// stampedLog begins each line written to w with the time of the write:
+// Unix seconds, to the millisecond, and a space. sim.Server writes one
+// accepted id per Write, in the order it accepts the calls, so the stamp
+// is the gateway's own time of the acceptance: the end-to-end scripts
+// measure a drain from the first accepted call to the last with it, free
+// of their own polling and of the workers' start.
+type stampedLog struct {
+	w   io.Writer
+	now func() time.Time
+}
+
+func (s stampedLog) Write(p []byte) (int, error) {
+	b := strconv.AppendFloat(make([]byte, 0, 16+len(p)), float64(s.now().UnixMilli())/1e3, 'f', 3, 64)
+	b = append(append(b, ' '), p...)
+	if _, err := s.w.Write(b); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // Config validates o and returns the model API's configuration; errors

@@ -135,3 +135,26 @@ func TestServeAPI(t *testing.T) {
 		t.Errorf("stderr %q", errOut.String())
 	}
 }
+
+// TestStampedLog: --log-time begins each accepted id's line with the time
+// of its acceptance, and the id stays whole after it.
+func TestStampedLog(t *testing.T) {
+	var buf bytes.Buffer
+	at := time.Unix(1733270400, 125_400_000)
+	l := stampedLog{w: &buf, now: func() time.Time { return at }}
+	if n, err := io.WriteString(l, "job-1\n"); err != nil || n != len("job-1\n") {
+		t.Fatalf("write: %d, %v", n, err)
+	}
+	at = at.Add(time.Second)
+	io.WriteString(l, "job-2\n")
+	if got, want := buf.String(), "1733270400.125 job-1\n1733270401.125 job-2\n"; got != want {
+		t.Fatalf("log %q, want %q", got, want)
+	}
+}
+
+func TestLogTimeNeedsLog(t *testing.T) {
+	err := RunServer(context.Background(), ServerOptions{Quota: 1, Window: time.Minute, DefaultCost: 1, LogTime: true}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--log-time") {
+		t.Fatalf("--log-time without --log: %v", err)
+	}
+}
