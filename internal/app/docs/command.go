@@ -62,11 +62,15 @@ func ParseCommand(cmd string) (Pipeline, error) {
 	return p, nil
 }
 
-// Display is the command line as the region shows it after "$ ".
+// Display is the command line as the region shows it after "$ ": a
+// script as one runs it from the module's root.
 func Display(cmd string) string {
 	c, above := splitAbove(cmd)
 	if above {
 		c += " < trace.jsonl"
+	}
+	if s, ok := strings.CutPrefix(c, "sh "); ok && !strings.Contains(s, " ") {
+		c = "./" + s
 	}
 	return c
 }
@@ -212,10 +216,10 @@ func Run(ctx context.Context, r Region, sluice Sluice, root string) (string, err
 	if p.Script() {
 		cmd := exec.CommandContext(ctx, "sh", p.Args[1])
 		cmd.Dir = root
-		var b, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &b, &stderr
+		var b bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &b, &b // as a terminal shows them
 		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("%s: %w\n%s", r.Name(), err, stderr.String())
+			return "", fmt.Errorf("%s: %w\n%s", r.Name(), err, b.String())
 		}
 		out = b.String()
 	} else {
@@ -239,7 +243,8 @@ func Run(ctx context.Context, r Region, sluice Sluice, root string) (string, err
 
 // Body is what the region holds for a command's output: the output,
 // trimmed, for an inline region; otherwise a fenced text block, with the
-// command after "$ " unless a script wrote the whole transcript.
+// command after "$ ", unless a script wrote a whole transcript (its output
+// starts with "$ ").
 func Body(r Region, out string) (string, error) {
 	if r.Inline {
 		v := strings.TrimSpace(out)
@@ -255,9 +260,9 @@ func Body(r Region, out string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	head := ""
-	if !p.Script() {
-		head = "$ " + Display(r.Command) + "\n"
+	head := "$ " + Display(r.Command) + "\n"
+	if p.Script() && strings.HasPrefix(out, "$ ") {
+		head = "" // the script wrote a whole transcript
 	}
 	return "\n```text\n" + head + out + "```\n", nil
 }
