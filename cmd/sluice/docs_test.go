@@ -34,6 +34,35 @@ func runSluice(ctx context.Context, args []string, stdin string) (string, error)
 	return out.String(), err
 }
 
+// memo runs each distinct command line once: regions that show several
+// fields of one simulation share its run.
+type memo struct {
+	mu   sync.Mutex
+	runs map[string]*memoRun
+}
+
+type memoRun struct {
+	once sync.Once
+	out  string
+	err  error
+}
+
+func (m *memo) run(ctx context.Context, args []string, stdin string) (string, error) {
+	key := strings.Join(args, "\x00") + "\x00" + stdin
+	m.mu.Lock()
+	if m.runs == nil {
+		m.runs = map[string]*memoRun{}
+	}
+	r, ok := m.runs[key]
+	if !ok {
+		r = &memoRun{}
+		m.runs[key] = r
+	}
+	m.mu.Unlock()
+	r.once.Do(func() { r.out, r.err = runSluice(ctx, args, stdin) })
+	return r.out, r.err
+}
+
 // TestDocs: every generated region of README.md and docs/*.md (package
 // internal/app/docs) holds what its command prints now. A deterministic
 // region is run again and compared; a wall-clock one (a real run) is
@@ -49,6 +78,7 @@ func TestDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var runs memo
 	total := 0
 	for _, rs := range regions {
 		total += len(rs)
@@ -75,10 +105,19 @@ func TestDocs(t *testing.T) {
 				}
 			}
 			if r.WallClock && mode != "all" {
+				for _, words := range transcriptCommands(r.Body) {
+					if err := exampleLineError(words); err != nil {
+						t.Errorf("%s: the CLI refuses \"sluice %s\" of its transcript: %v", r.Name(), strings.Join(words, " "), err)
+					}
+				}
 				continue
 			}
 			do := func() {
-				out, err := docs.Run(t.Context(), r, runSluice, ".")
+				run := runs.run
+				if r.WallClock {
+					run = runSluice // a new run each time
+				}
+				out, err := docs.Run(t.Context(), r, run, ".")
 				switch {
 				case err != nil:
 					t.Error(err)
@@ -114,6 +153,26 @@ func TestDocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// transcriptCommands returns the words of each "$ sluice …" line of a
+// transcript, up to a redirection, a pipe, a comment or the end of the
+// command.
+func transcriptCommands(body string) [][]string {
+	var cmds [][]string
+	for _, l := range strings.Split(body, "\n") {
+		l, ok := strings.CutPrefix(l, "$ sluice ")
+		if !ok {
+			continue
+		}
+		l = strings.ReplaceAll(l, " 2>", " >")
+		if i := strings.IndexAny(l, "#|<>&;"); i >= 0 {
+			l = l[:i]
+		}
+		words := strings.Fields(l)
+		cmds = append(cmds, words)
+	}
+	return cmds
 }
 
 // traceRe finds a line of an example limiter trace: an event with an op.
