@@ -45,6 +45,11 @@ test-browser:
 docs: build
 	$(GO) generate ./internal/app/config
 	SLUICE_DOCS=all $(GO) test -count=1 -timeout 15m -run '^TestDocs$$' ./cmd/sluice/
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	rm -rf bin/docs-picture
+	SLUICE_ARTIFACTS=$(CURDIR)/bin/docs-picture SLUICE_BROWSER_REQUIRED=1 $(GO) test -tags browser -count=1 -timeout 10m -run '^TestBrowserDropQuota$$' ./browsertest/
+	cp bin/docs-picture/simulator-page.png docs/simulator-page.png
+	SLUICE_DOCS=picture $(GO) test -count=1 -run '^TestDocsPicture$$' ./cmd/sluice/
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; gofmt -d $$out; exit 1; fi
