@@ -28,6 +28,7 @@ bin/promtool:
 
 test: $(if $(shell command -v promtool 2>/dev/null),,bin/promtool)
 	PROMTOOL=$(PROMTOOL) $(GO) test -race -shuffle=on -timeout 15m $(PKGS)
+	$(GO) test -count=1 -timeout 5m -run '^TestDocs' ./cmd/sluice/
 
 # Browser tests of the simulator page and the live page (docs/ui.md), in
 # headless Chromium from Debian's package, installed when missing.
@@ -41,7 +42,8 @@ test-browser:
 # command prints now, the wall-clock ones too (the demo and its demo.svg,
 # a drain with real processes: a few minutes); then the simulator page's
 # picture in headless Chromium. `make test` fails when a deterministic
-# region no longer matches, naming it.
+# region no longer matches, naming it: it runs the docs' tests once more
+# without -race, under which the simulator's runs are several times slower.
 docs: build
 	$(GO) generate ./internal/app/config
 	SLUICE_DOCS=all $(GO) test -count=1 -timeout 15m -run '^TestDocs$$' ./cmd/sluice/

@@ -73,6 +73,12 @@ func TestDocs(t *testing.T) {
 	if mode != "" && mode != "update" && mode != "all" {
 		t.Fatalf("%s=%q: want update or all", envDocs, mode)
 	}
+	if raceEnabled && mode == "" {
+		// The regions run the simulator, several times slower under the
+		// race detector, and race nothing: `make test` checks them in a
+		// run of its own without it.
+		t.Skip("the docs' regions are checked without -race (make test does)")
+	}
 	t.Chdir(filepath.Join("..", ".."))
 	texts, regions, err := docs.ReadAll(".")
 	if err != nil {

@@ -242,7 +242,8 @@ func Run(ctx context.Context, r Region, sluice Sluice, root string) (string, err
 }
 
 // Body is what the region holds for a command's output: the output,
-// trimmed, for an inline region; otherwise a fenced text block, with the
+// trimmed, for an inline region; a markdown table as it is; otherwise a
+// fenced text block, with the
 // command after "$ ", unless a script wrote a whole transcript (its output
 // starts with "$ ").
 func Body(r Region, out string) (string, error) {
@@ -260,11 +261,25 @@ func Body(r Region, out string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if isTable(out) {
+		return "\n" + out, nil // a markdown table, shown as one
+	}
 	head := "$ " + Display(r.Command) + "\n"
 	if p.Script() && strings.HasPrefix(out, "$ ") {
 		head = "" // the script wrote a whole transcript
 	}
 	return "\n```text\n" + head + out + "```\n", nil
+}
+
+// isTable reports whether out is a markdown table: every line a row.
+func isTable(out string) bool {
+	ls := lines(out)
+	for _, l := range ls {
+		if !strings.HasPrefix(l, "|") {
+			return false
+		}
+	}
+	return len(ls) > 1
 }
 
 // ErrStale is what Check returns, wrapped, for a region whose body is not

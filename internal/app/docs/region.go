@@ -15,7 +15,8 @@
 //	<!-- end -->
 //
 // A region on one line (inline) holds the output, trimmed; a region of
-// lines holds a fenced text block with the command and its output. The
+// lines holds a fenced text block with the command and its output, or the
+// output alone when it is a markdown table. The
 // command is a sluice command line, run in process, optionally followed by
 // filters (see Filter) and by "< above", which feeds it the fenced block
 // just above the marker (an example trace) on its standard input.
