@@ -13,7 +13,8 @@ import (
 )
 
 // Sluice runs a sluice command line (args without "sluice") with stdin,
-// and returns what it printed, standard output and error together.
+// and returns what it printed, standard output and error together, with
+// the error message last as sluice prints it when the command fails.
 type Sluice func(ctx context.Context, args []string, stdin string) (string, error)
 
 // Pipeline is a region's command, parsed: the first stage is a sluice
@@ -205,8 +206,8 @@ func jqField(s string, path []string) (string, error) {
 }
 
 // Run runs a region's command: the first stage with sluice (a script with
-// sh from root), then each filter. The output of a failing command is an
-// error: a region never shows one.
+// sh from root), then each filter. A failing command is an error, unless
+// the region is marked (fails); then it must fail.
 func Run(ctx context.Context, r Region, sluice Sluice, root string) (string, error) {
 	p, err := ParseCommand(r.Command)
 	if err != nil {
@@ -228,8 +229,11 @@ func Run(ctx context.Context, r Region, sluice Sluice, root string) (string, err
 			stdin = r.Above
 		}
 		out, err = sluice(ctx, p.Args[1:], stdin)
-		if err != nil {
+		switch {
+		case err != nil && !r.Fails:
 			return "", fmt.Errorf("%s: %w\n%s", r.Name(), err, out)
+		case err == nil && r.Fails:
+			return "", fmt.Errorf("%s: the command succeeded; the region shows it failing", r.Name())
 		}
 	}
 	for _, words := range p.Filters {
