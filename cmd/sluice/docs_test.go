@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/app/cli"
+	"github.com/sluicehq/sluice/internal/app/demo"
 	"github.com/sluicehq/sluice/internal/app/docs"
 )
 
@@ -256,7 +257,9 @@ func isTrace(block string) bool {
 
 // TestDocsDemoChart: docs/demo.svg and the transcript of docs/demo.md come
 // from one run of `sluice demo` (both are wall-clock outputs, written by
-// `make docs`): the chart's figures are the summary's.
+// `make docs`): the chart's figures are the summary's. The lines that do
+// not depend on timing (what runs, the limiter's options, the backlog) are
+// what the demo prints now with its defaults.
 func TestDocsDemoChart(t *testing.T) {
 	t.Chdir(filepath.Join("..", ".."))
 	_, regions, err := docs.ReadAll(".")
@@ -279,6 +282,13 @@ func TestDocsDemoChart(t *testing.T) {
 	summary := regexp.MustCompile(`Drained (\d+) jobs in ([0-9.]+ s)\.[\s\S]*requests +(\d+) to the API, (\d+) throttled`).FindStringSubmatch(transcript)
 	if summary == nil {
 		t.Fatalf("docs/demo.md: the demo's transcript has no summary:\n%s", transcript)
+	}
+	urls := regexp.MustCompile(`(nats|http)://127\.0\.0\.1:[0-9]+`)
+	masked := urls.ReplaceAllString(transcript, "$1://127.0.0.1:PORT")
+	o := demo.DefaultOptions()
+	stable := demo.Header(o, "nats://127.0.0.1:PORT", "http://127.0.0.1:PORT") + demo.Backlog(o)
+	if !strings.Contains(masked, "$ sluice demo --svg docs/demo.svg | cat\n"+stable) {
+		t.Errorf("docs/demo.md: the demo's transcript does not start with what the demo prints now (ports aside); `make docs` runs it again. Now:\n%s", stable)
 	}
 	want := fmt.Sprintf("%s of %s jobs done in %s", summary[1], summary[1], summary[2])
 	want2 := fmt.Sprintf("· %s requests · %s throttled", summary[3], summary[4])
