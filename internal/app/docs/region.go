@@ -17,6 +17,7 @@
 // A region on one line (inline) holds the output, trimmed; a region of
 // lines holds a fenced text block with the command and its output, or the
 // output alone when it is a markdown table. The
+// A marker quoted in code (just after a backtick) is text, not a marker. The
 // command is a sluice command line, run in process, optionally followed by
 // filters (see Filter) and by "< above", which feeds it the fenced block
 // just above the marker (an example trace) on its standard input.
@@ -85,6 +86,10 @@ func Parse(file string, text []byte) ([]Region, error) {
 			return regions, nil
 		}
 		open := pos + loc[0]
+		if open > 0 && s[open-1] == '`' {
+			pos = pos + loc[1] // a marker quoted in code, as this package's docs do
+			continue
+		}
 		r := Region{
 			File:      file,
 			Line:      1 + strings.Count(s[:open], "\n"),
