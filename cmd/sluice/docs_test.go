@@ -104,23 +104,7 @@ func TestDocs(t *testing.T) {
 		var slow []func()
 		for i, r := range rs {
 			bodies[i] = r.Body
-			p, err := docs.ParseCommand(r.Command)
-			if err != nil {
-				t.Errorf("%s: %v", r.Name(), err)
-				continue
-			}
-			if !p.Script() && !r.Fails {
-				if err := exampleLineError(p.Args[1:]); err != nil {
-					t.Errorf("%s: the CLI refuses the command: %v", r.Name(), err)
-					continue
-				}
-			}
-			if r.WallClock && mode != "all" {
-				for _, words := range transcriptCommands(r.Body) {
-					if err := exampleLineError(words); err != nil {
-						t.Errorf("%s: the CLI refuses \"sluice %s\" of its transcript: %v", r.Name(), strings.Join(words, " "), err)
-					}
-				}
+			if !commandsParse(t, r) || (r.WallClock && mode != "all") {
 				continue
 			}
 			do := func() {
@@ -164,6 +148,35 @@ func TestDocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// commandsParse reports whether the CLI accepts a region's command (one
+// marked (fails) aside) and, in a wall-clock transcript, each "$ sluice …"
+// line: a real run is not repeated by the test, but its commands must
+// still exist.
+func commandsParse(t *testing.T, r docs.Region) bool {
+	t.Helper()
+	p, err := docs.ParseCommand(r.Command)
+	if err != nil {
+		t.Errorf("%s: %v", r.Name(), err)
+		return false
+	}
+	if !p.Script() && !r.Fails {
+		if err := exampleLineError(p.Args[1:]); err != nil {
+			t.Errorf("%s: the CLI refuses the command: %v", r.Name(), err)
+			return false
+		}
+	}
+	ok := true
+	if r.WallClock {
+		for _, words := range transcriptCommands(r.Body) {
+			if err := exampleLineError(words); err != nil {
+				t.Errorf("%s: the CLI refuses \"sluice %s\" of its transcript: %v", r.Name(), strings.Join(words, " "), err)
+				ok = false
+			}
+		}
+	}
+	return ok
 }
 
 // transcriptCommands returns the words of each "$ sluice …" line of a
