@@ -197,11 +197,7 @@ func Run(ctx context.Context, o Options, out io.Writer, width int) (Report, erro
 	if err != nil {
 		return rep, err
 	}
-	fmt.Fprintf(out, "sluice demo: %d jobs → %d workers → a model API with a hidden quota of %s units/min\n", o.Jobs, o.Workers, fnum(o.Quota))
-	fmt.Fprintf(out, "  queue      embedded NATS JetStream at %s (a temporary store, removed at the end)\n", ns.ClientURL())
-	fmt.Fprintf(out, "  model API  %s (GET /stats); its quota is counted over a sliding %v window\n", apiURL, demoWindow)
-	fmt.Fprintf(out, "  limiter    limiter.instances %d, initial %s units/min for the whole budget, aimd; burst %v, increase every %v\n",
-		o.Workers, fnum(o.Rate), demoBurst, demoIncreaseInterval)
+	fmt.Fprint(out, Header(o, ns.ClientURL(), apiURL))
 
 	src, err := run.OpenJetStream(ctx, cfg.Source.JetStream, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -246,9 +242,31 @@ func fillBacklog(ctx context.Context, src sources.Source, o Options, rep *Report
 	case err != nil:
 		return false, err
 	}
-	fmt.Fprintf(out, "  backlog    %d jobs enqueued, %s units (cost 1, 2 or 5); ideal drain at the quota %s\n\n",
-		res.Published, fnum(units), queue.FormatDuration(rep.ideal()))
+	fmt.Fprint(out, backlogLine(res.Published, units, rep.ideal()))
 	return true, nil
+}
+
+// Header is what the demo prints first, with the URLs of its queue and
+// its model API: what runs, and with which limiter options.
+func Header(o Options, natsURL, apiURL string) string {
+	return fmt.Sprintf("sluice demo: %d jobs → %d workers → a model API with a hidden quota of %s units/min\n", o.Jobs, o.Workers, fnum(o.Quota)) +
+		fmt.Sprintf("  queue      embedded NATS JetStream at %s (a temporary store, removed at the end)\n", natsURL) +
+		fmt.Sprintf("  model API  %s (GET /stats); its quota is counted over a sliding %v window\n", apiURL, demoWindow) +
+		fmt.Sprintf("  limiter    limiter.instances %d, initial %s units/min for the whole budget, aimd; burst %v, increase every %v\n",
+			o.Workers, fnum(o.Rate), demoBurst, demoIncreaseInterval)
+}
+
+// Backlog is the line the demo prints once its jobs are enqueued: they
+// are drawn from a fixed seed, so it depends on the options alone.
+func Backlog(o Options) string {
+	_, units := demoJobs(o.Jobs)
+	r := Report{totalUnits: units, quota: o.Quota}
+	return backlogLine(o.Jobs, units, r.ideal())
+}
+
+func backlogLine(published int, units float64, ideal time.Duration) string {
+	return fmt.Sprintf("  backlog    %d jobs enqueued, %s units (cost 1, 2 or 5); ideal drain at the quota %s\n\n",
+		published, fnum(units), queue.FormatDuration(ideal))
 }
 
 // drain runs the workers, each as `sluice run` would run it, while mon
