@@ -18,20 +18,7 @@ root=$(pwd)
 bin=$root/bin/sluice
 [ -x "$bin" ] || { echo "docs-run: $bin is missing: make build" >&2; exit 1; }
 . scripts/e2e-lib.sh
-work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-docs.XXXXXX")
-pids=""
-cleanup() {
-	status=$?
-	trap - EXIT INT TERM
-	for pid in $pids; do
-		stop "$pid"
-	done
-	rm -rf "$work"
-	exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+in_work sluice-docs
 
 # until_ok URL WHAT: waits up to 30 s for URL to answer.
 until_ok() {

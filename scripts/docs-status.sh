@@ -12,20 +12,7 @@ cd "$(dirname "$0")/.."
 bin=$(pwd)/bin/sluice
 [ -x "$bin" ] || { echo "docs-status: $bin is missing: make build" >&2; exit 1; }
 . scripts/e2e-lib.sh
-work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-docs.XXXXXX")
-pids=""
-cleanup() {
-	status=$?
-	trap - EXIT INT TERM
-	for pid in $pids; do
-		stop "$pid"
-	done
-	rm -rf "$work"
-	exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+in_work sluice-docs
 
 # wait_log FILE PATTERN: waits up to 30 s for a line of FILE matching PATTERN.
 wait_log() {

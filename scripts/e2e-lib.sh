@@ -78,3 +78,24 @@ CONF
 	tail -n 20 "$1/logs/error.log" "$1/logs/stderr.log" >&2
 	return 1
 }
+
+# in_work NAME: makes $work, a temporary directory, and on exit (or INT,
+# TERM) stops every process in $pids and removes $work, keeping the exit
+# status.
+in_work() {
+	work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+	pids=""
+	trap work_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+work_cleanup() {
+	status=$?
+	trap - EXIT INT TERM
+	for pid in $pids; do
+		stop "$pid"
+	done
+	rm -rf "$work"
+	exit "$status"
+}
