@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/app/docs"
 	"github.com/sluicehq/sluice/sim"
 	"github.com/sluicehq/sluice/web"
 )
@@ -74,23 +75,6 @@ func TestDocsPicture(t *testing.T) {
 	}
 	if string(was) != now {
 		t.Errorf("%s was taken with other inputs than the code's (%s); `make docs` takes it again (in headless Chromium)\n%s",
-			pictureFile, pictureInputs, firstLineDiff(string(was), now))
+			pictureFile, pictureInputs, docs.FirstDiff(string(was), now, "then", "now"))
 	}
-}
-
-func firstLineDiff(was, now string) string {
-	a, b := strings.Split(was, "\n"), strings.Split(now, "\n")
-	for i := range max(len(a), len(b)) {
-		var x, y string
-		if i < len(a) {
-			x = a[i]
-		}
-		if i < len(b) {
-			y = b[i]
-		}
-		if x != y {
-			return fmt.Sprintf("  then: %s\n  now:  %s", x, y)
-		}
-	}
-	return ""
 }

@@ -300,22 +300,24 @@ func Check(r Region, out string) error {
 	if want == r.Body {
 		return nil
 	}
-	return fmt.Errorf("%s: %w; `make docs` writes it again\n%s", r.Name(), ErrStale, firstDiff(r.Body, want))
+	return fmt.Errorf("%s: %w; `make docs` writes it again\n%s", r.Name(), ErrStale, FirstDiff(r.Body, want, "doc", "code"))
 }
 
-// firstDiff shows the first line where the doc and the output differ.
-func firstDiff(doc, now string) string {
-	d, n := strings.Split(doc, "\n"), strings.Split(now, "\n")
-	for i := range max(len(d), len(n)) {
-		var a, b string
-		if i < len(d) {
-			a = d[i]
+// FirstDiff shows the first line where was (labelled from) and now
+// (labelled to) differ: "line N of the region", then both lines; empty
+// when they are the same.
+func FirstDiff(was, now, from, to string) string {
+	a, b := strings.Split(was, "\n"), strings.Split(now, "\n")
+	for i := range max(len(a), len(b)) {
+		var x, y string
+		if i < len(a) {
+			x = a[i]
 		}
-		if i < len(n) {
-			b = n[i]
+		if i < len(b) {
+			y = b[i]
 		}
-		if a != b {
-			return fmt.Sprintf("  line %d of the region\n  doc:  %q\n  code: %q", i+1, a, b)
+		if x != y {
+			return fmt.Sprintf("  line %d of the region\n  %-5s %q\n  %-5s %q", i+1, from+":", x, to+":", y)
 		}
 	}
 	return ""
