@@ -96,6 +96,9 @@ type Core struct {
 	cap    float64       // bucket capacity in units
 	tokens float64       // bucket level at last
 	last   time.Duration // latest time seen, since start
+	// costBound is CostBound, kept by setRate: it changes only with the
+	// part of the budget, and every change of part sets the rate.
+	costBound float64
 
 	paused      bool
 	pausedUntil time.Duration
@@ -193,29 +196,67 @@ func (c *Core) Acquire(now time.Time, units float64) Decision {
 	if t < c.last {
 		t, now = c.last, c.at(c.last)
 	}
-	c.advance(t)
-	c.nextID++
-	d := Decision{ID: c.nextID, Units: units, Status: Granted, At: now}
-	if !(units > 0) || c.cfg.Disabled {
-		return d
+	id, st := c.acquire(t, units)
+	d := Decision{ID: id, Units: units, Status: st}
+	switch st {
+	case Granted:
+		d.At = now
+	case Rejected:
+		d.At, d.Reason = now, ReasonQueueFull
 	}
-	if c.qh == len(c.q) && !c.paused && !c.budgetShort(units) && !c.restartHolds(t, units) && !c.echoHolds(t, units) &&
+	return d
+}
+
+// acquire is Acquire at offset t, not before the latest time seen: it
+// returns the request's id and its Status (Rejected means the queue is
+// full).
+func (c *Core) acquire(t time.Duration, units float64) (uint64, Status) {
+	// calm: nothing but the bucket can hold a request back, so that
+	// advance only accrues and the checks after it all pass.
+	calm := c.calm()
+	if calm {
+		c.accrueCalm(t)
+	} else {
+		c.advance(t)
+	}
+	c.nextID++
+	if !(units > 0) || c.cfg.Disabled {
+		return c.nextID, Granted
+	}
+	if (calm || c.qh == len(c.q) && !c.paused && !c.budgetShort(units) && !c.restartHolds(t, units) && !c.echoHolds(t, units)) &&
 		(c.tokens >= c.grantLevel(units)-unitEps || (units > c.cap && c.tokens >= c.cap-unitEps)) {
 		c.take(t, units)
 		c.brk.emptied = t
-		return d
+		return c.nextID, Granted
 	}
 	if len(c.q)-c.qh >= c.cfg.QueueLimit {
-		d.Status, d.Reason = Rejected, ReasonQueueFull
-		return d
+		return c.nextID, Rejected
 	}
 	if c.qh == len(c.q) {
 		c.brk.busy = t
 	}
-	c.q = append(c.q, waiter{id: d.ID, units: units, queuedAt: t})
+	c.q = append(c.q, waiter{id: c.nextID, units: units, queuedAt: t})
 	c.waited, c.queuedOnce, c.lastQueued = true, true, t
-	d.Status, d.At = Waiting, time.Time{}
-	return d
+	return c.nextID, Waiting
+}
+
+// calm reports whether none of the states that hold requests back or
+// bound the bucket's filling, other than the bucket itself, is on at the
+// latest time seen: no request waits, no pause, no restart after one, no
+// echo, no running quota budget. Then bringing the Core up to a later
+// time only fills the bucket (accrueCalm), and a request is granted as
+// soon as the bucket holds it. A state that holds requests back or bounds
+// the bucket must be tested here too.
+func (c *Core) calm() bool {
+	return c.qh == len(c.q) && !c.paused && !c.restart.on && !c.echo.on && c.quota.until <= c.last
+}
+
+// accrueCalm is advance(t) for a calm Core.
+func (c *Core) accrueCalm(t time.Duration) {
+	if t > c.last {
+		c.tokens = min(c.cap, c.tokens+float64(t-c.last)*c.perNs)
+		c.last = t
+	}
 }
 
 // take removes u units, bounded by CostBound, from a bucket that holds
@@ -227,7 +268,7 @@ func (c *Core) Acquire(now time.Time, units float64) Decision {
 func (c *Core) take(t time.Duration, u float64) {
 	c.restartGrant(t, u)
 	c.echoGrant(t, u)
-	u = math.Min(u, c.CostBound())
+	u = min(u, c.costBound)
 	c.tokens -= u
 	if c.measure {
 		c.recordGrant(t, u)
@@ -318,6 +359,7 @@ func (c *Core) setRate(r float64) {
 	c.adapt.Rate = r
 	c.perNs = r / 60e9
 	c.cap = c.capacity(r)
+	c.costBound = c.CostBound()
 	c.tokens = math.Min(c.tokens, c.cap)
 }
 
@@ -489,7 +531,7 @@ func (c *Core) accrue(t time.Duration) {
 		c.accrueBudget(t)
 	} else {
 		if !c.paused {
-			c.tokens = math.Min(c.cap, c.tokens+float64(t-c.last)*c.perNs)
+			c.tokens = min(c.cap, c.tokens+float64(t-c.last)*c.perNs)
 		}
 		c.last = t
 	}

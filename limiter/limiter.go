@@ -56,7 +56,11 @@ var (
 // Ticket is a granted request. Pass it to Observe with the outcome of the
 // call it allowed.
 type Ticket struct {
-	Granted time.Time // when the units were granted (the request's sent_at)
+	// Granted is when the units were granted (the request's sent_at):
+	// the Limiter's start plus the time since then on the monotonic
+	// clock, so its wall-clock reading ignores any step of the wall clock
+	// since New.
+	Granted time.Time
 	Units   float64
 }
 
@@ -92,9 +96,9 @@ func WithMetrics(m *Metrics) Option { return func(l *Limiter) { l.metrics = m } 
 func WithLogger(log *slog.Logger) Option { return func(l *Limiter) { l.log = log } }
 
 // Limiter is the adaptive limiter for concurrent use: a Core driven by the
-// real clock (time.Now), with one timer that wakes it when the next grant,
-// max_wait rejection or pause end is due. All methods are safe for
-// concurrent use.
+// real clock (the monotonic time since New), with one timer that wakes it
+// when the next grant, max_wait rejection or pause end is due. All methods
+// are safe for concurrent use.
 type Limiter struct {
 	mu      sync.Mutex
 	core    *Core
@@ -120,9 +124,11 @@ var rejectionReasons = [...]Reason{ReasonQueueFull, ReasonMaxWait, ReasonCancele
 // gauges, it also updates the bucket and queue gauges.
 func (l *Limiter) grantedLocked(units float64, wait time.Duration, gauges bool) {
 	l.units += units
-	if gauges {
+	switch {
+	case l.metrics == nil:
+	case gauges:
 		l.metrics.granted(l.core, units, wait)
-	} else {
+	default:
 		l.metrics.granted(nil, units, wait)
 	}
 }
@@ -174,37 +180,44 @@ func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 	if !(units >= 0) || math.IsInf(units, 1) {
 		return Ticket{}, fmt.Errorf("limiter: units must be finite and >= 0, got %v", units)
 	}
-	select {
-	case <-ctx.Done():
-		l.rejected(ReasonCanceled)
-		return Ticket{}, &RejectedError{Reason: ReasonCanceled, Err: ctx.Err()}
-	default:
+	if done := ctx.Done(); done != nil {
+		select {
+		case <-done:
+			l.rejected(ReasonCanceled)
+			return Ticket{}, &RejectedError{Reason: ReasonCanceled, Err: ctx.Err()}
+		default:
+		}
 	}
-	now := time.Now()
+	// The time since the start on the monotonic clock, one clock read
+	// (time.Now reads the wall clock too); the Core counts its time that
+	// way anyway.
+	el := time.Since(l.core.start)
 	deadline, hasDeadline := ctx.Deadline()
 	l.mu.Lock()
-	if hasDeadline && units > 0 && l.failFastLocked(now, deadline) {
+	if hasDeadline && units > 0 && l.failFastLocked(l.core.at(el), deadline) {
 		l.mu.Unlock()
 		l.rejected(ReasonCanceled)
 		return Ticket{}, &RejectedError{Reason: ReasonCanceled, Err: context.DeadlineExceeded}
 	}
-	d := l.core.Acquire(now, units)
+	t := max(el, l.core.last)
+	id, st := l.core.acquire(t, units)
 	if l.core.Pending() > 0 {
 		l.dispatchLocked()
 	}
-	switch d.Status {
+	switch st {
 	case Granted:
 		l.grantedLocked(units, 0, true)
 		l.mu.Unlock()
-		return Ticket{Granted: d.At, Units: units}, nil
+		return Ticket{Granted: l.core.at(t), Units: units}, nil
 	case Rejected:
 		l.metrics.setState(l.core)
 		l.mu.Unlock()
-		l.rejected(d.Reason)
+		l.rejected(ReasonQueueFull)
 		return Ticket{}, errQueueFull
 	}
+	now := l.core.at(el)
 	w := &shellWaiter{ch: make(chan Decision, 1), queuedAt: now}
-	l.waiters[d.ID] = w
+	l.waiters[id] = w
 	l.armLocked(now)
 	l.metrics.setState(l.core)
 	l.mu.Unlock()
@@ -216,9 +229,9 @@ func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 	}
 	now = time.Now()
 	l.mu.Lock()
-	cd, ok := l.core.Cancel(now, d.ID)
+	cd, ok := l.core.Cancel(now, id)
 	if ok {
-		delete(l.waiters, d.ID)
+		delete(l.waiters, id)
 	}
 	if l.core.Pending() > 0 {
 		l.dispatchLocked()
