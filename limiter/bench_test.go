@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"time"
 
 	"golang.org/x/time/rate"
 )
@@ -43,6 +44,31 @@ func BenchmarkWaitUncontended(b *testing.B) {
 	})
 	b.Run("sluice-metrics", func(b *testing.B) {
 		l := benchLimiter(b, WithMetrics(NewMetrics()))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := l.Wait(ctx, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("xrate", func(b *testing.B) {
+		l := benchXRate()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := l.Wait(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkWaitDeadline: as BenchmarkWaitUncontended, with a context that
+// has a deadline (Wait then checks whether a pause outlasts it).
+func BenchmarkWaitDeadline(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	b.Run("sluice", func(b *testing.B) {
+		l := benchLimiter(b)
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := l.Wait(ctx, 1); err != nil {

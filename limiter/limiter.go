@@ -252,7 +252,9 @@ func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 // before deadline whatever happens meanwhile: nothing is granted before a
 // pause ends, nor at its end (the bucket is empty then).
 func (l *Limiter) failFastLocked(now, deadline time.Time) bool {
-	if l.core.Disabled() {
+	if l.core.Disabled() || !l.core.paused {
+		// Bringing the Core up to now can end a pause, never start one:
+		// not paused at the latest time seen, it is not paused at now.
 		return false
 	}
 	l.core.Advance(now)
