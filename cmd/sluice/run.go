@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -70,10 +67,13 @@ and nothing is in flight (for batch jobs and Kubernetes Jobs).`,
 			if err != nil {
 				return cli.UsageError(err)
 			}
-			sigCtx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return untilSignal(sigCtx, stop, func() {
-				if cmd.Context().Err() == nil || cli.StoppedBySignal(cmd.Context()) {
+			// The first SIGINT or SIGTERM ends cmd.Context()
+			// (cli.CatchSignals), whose catcher stops listening first: a
+			// second signal takes the default action and ends the process.
+			// The command keeps no handler of its own, which would take
+			// that second signal for as long as it listened.
+			return untilSignal(cmd.Context(), func() {
+				if cli.StoppedBySignal(cmd.Context()) {
 					log.Info("shutting down; a second signal exits at once")
 				}
 			}, func(ctx context.Context) error {
@@ -104,10 +104,9 @@ and nothing is in flight (for batch jobs and Kubernetes Jobs).`,
 
 // untilSignal runs fn until sigCtx ends (the first signal), and announces
 // the shutdown before fn's context ends: nothing fn logs as it stops comes
-// before the announcement. stop restores the signals' default action, so
-// that a second one ends the process at once. The announcement is not made
-// when fn returns first.
-func untilSignal(sigCtx context.Context, stop func(), announce func(), fn func(context.Context) error) error {
+// before the announcement. The announcement is not made when fn returns
+// first.
+func untilSignal(sigCtx context.Context, announce func(), fn func(context.Context) error) error {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(sigCtx))
 	defer cancel(nil)
 	finished := make(chan struct{})
@@ -116,7 +115,6 @@ func untilSignal(sigCtx context.Context, stop func(), announce func(), fn func(c
 		select {
 		case <-finished:
 		case <-sigCtx.Done():
-			stop()
 			announce()
 			cancel(context.Cause(sigCtx))
 		}

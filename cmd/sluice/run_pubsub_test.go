@@ -40,7 +40,7 @@ source:
     topic: jobs
     subscription: jobs-worker
     setup: true
-    poll_interval: 200ms
+    poll_interval: 1m # a pull answered after its interval leaves its jobs leased to nobody for 60 s
 target: {base_url: %s}
 limiter: {enabled: false}
 worker: {backoff: {base: 10ms, cap: 20ms}}

@@ -48,7 +48,7 @@ func TestDeadLetterPaths(t *testing.T) {
 				Topic:               n,
 				DeadLetterTopic:     n + "-dead",
 				AckDeadline:         10 * time.Second,
-				PollInterval:        time.Second,
+				PollInterval:        testPoll, // a lost pull would count a delivery
 				Setup:               true,
 				MaxDeliveryAttempts: MinDeliveryAttempts,
 				ClientOptions:       opts,

@@ -80,6 +80,15 @@ func emulatorOptions(addr string) []option.ClientOption {
 	}
 }
 
+// testPoll is the poll interval of the tests' sources. It is long on
+// purpose: Receive returns as soon as the server has a message, so the
+// interval only ends a receive that finds nothing, and a pull whose reply
+// arrives after its interval ended leaves its messages leased to nobody
+// until their ack deadline (docs/pubsub.md), which on the fake clock never
+// comes. With 50 ms, a loaded machine lost a message that way now and then.
+// Checks that nothing can be received use receiveNone instead.
+const testPoll = time.Minute
+
 // config returns a Config on fresh names, with Setup, talking to f.
 func (f *fake) config(t *testing.T) Config {
 	n := uniqueName(t)
@@ -89,7 +98,7 @@ func (f *fake) config(t *testing.T) Config {
 		Topic:           n,
 		DeadLetterTopic: n + "-dead",
 		AckDeadline:     10 * time.Second,
-		PollInterval:    50 * time.Millisecond,
+		PollInterval:    testPoll,
 		Setup:           true,
 		ClientOptions:   f.opts(),
 		Logger:          testLogger(t),
@@ -139,16 +148,17 @@ func publish(t *testing.T, s *Source, id, data string) {
 	}
 }
 
-// receiveUntil calls Receive until it returns at least one message or the
-// generous real-time deadline passes (the server runs on the network).
+// receiveUntil calls Receive until it returns at least one message. s
+// should poll for testPoll (see there). The two minutes are only a net
+// against a hang.
 func receiveUntil(t *testing.T, s *Source, max int) []sources.Message {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	for {
 		ms, err := s.Receive(ctx, max)
 		if err != nil {
-			t.Fatalf("receive: %v", err)
+			t.Fatalf("receive: %v (poll interval %v)", err, s.cfg.PollInterval)
 		}
 		if len(ms) > 0 {
 			return ms
@@ -156,15 +166,23 @@ func receiveUntil(t *testing.T, s *Source, max int) []sources.Message {
 	}
 }
 
-// receiveNone checks that one whole poll interval passes without a message.
+// receiveNone checks that the server has no message to deliver on s's
+// subscription now: one Pull with no deadline of the client's, which pstest
+// answers with what it can deliver, at once or after its own half-second
+// wait. Unlike a Receive cut short by its poll interval, its answer cannot
+// come too late to be read: a message the server would lease is reported,
+// never leased to nobody. The minute is only a net for a server that holds
+// an empty pull longer (the emulator may): such a pull counts as empty.
 func receiveNone(t *testing.T, s *Source) {
 	t.Helper()
-	ms, err := s.Receive(t.Context(), 10)
-	if err != nil {
-		t.Fatalf("receive: %v", err)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	resp, err := s.client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: s.subscription, MaxMessages: 10})
+	if err != nil && ctx.Err() == nil {
+		t.Fatalf("pull: %v", err)
 	}
-	if len(ms) != 0 {
-		t.Fatalf("received %d messages (first %q), want none", len(ms), ms[0].Data())
+	if rms := resp.GetReceivedMessages(); len(rms) != 0 {
+		t.Fatalf("received %d messages (first %q), want none", len(rms), rms[0].GetMessage().GetData())
 	}
 }
 

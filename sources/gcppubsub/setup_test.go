@@ -97,7 +97,7 @@ func TestEmulatorHostEnv(t *testing.T) {
 	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/credentials.json")
 	n := uniqueName(t)
-	s := open(t, Config{Project: testProject, Subscription: n, Topic: n, Setup: true, PollInterval: 50 * time.Millisecond})
+	s := open(t, Config{Project: testProject, Subscription: n, Topic: n, Setup: true, PollInterval: testPoll})
 	publish(t, s, "j", "x")
 	m := receiveUntil(t, s, 1)[0]
 	if err := m.InProgress(t.Context()); err != nil {

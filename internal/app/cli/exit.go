@@ -81,9 +81,9 @@ func ExitStatus(err error, sig os.Signal) int {
 }
 
 // SignalCatcher records the first SIGINT or SIGTERM and cancels the
-// command's context with it. It then stops listening: a second signal goes
-// to the command's own handler, or, without one, ends the process at once
-// (the default action).
+// command's context with it. It stops listening before it cancels: once the
+// context has ended, a second signal goes to the command's own handler, or,
+// without one, ends the process at once (the default action).
 type SignalCatcher struct {
 	ch     chan os.Signal
 	done   chan struct{}

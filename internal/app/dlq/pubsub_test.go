@@ -21,7 +21,7 @@ source:
   pubsub:
     project: sluice-test
     setup: true
-    poll_interval: 200ms
+    poll_interval: 5s # a pass ends on pstest's empty answer after 0.5 s; a pull cut short would lose its records for the pass
 dead_letters:
   kind: pubsub
   topic: sluice-dead

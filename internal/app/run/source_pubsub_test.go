@@ -18,7 +18,10 @@ func TestPubsubOpenEmulator(t *testing.T) {
 	c := config.Default().Source.PubSub
 	c.Project = "sluice-test"
 	c.Setup = true
-	c.PollInterval = time.Duration(100 * time.Millisecond)
+	// Long: Receive returns as soon as a message is there, and a pull
+	// answered after the interval ended would leave it leased to nobody
+	// for the ack deadline.
+	c.PollInterval = time.Minute
 	c.CredentialsFile = "/nonexistent/ignored-with-the-emulator.json"
 	src, err := openPubSub(t.Context(), c, slog.New(slog.DiscardHandler))
 	if err != nil {
