@@ -21,8 +21,9 @@
 # from the first accepted call to the last, and phase 2's 30 s from its
 # first accepted call.
 #
-# The last line is the drain ratio of phase 1 ("e2e-fleet: PASS ..." or
-# "e2e-fleet: FAIL ..." before it). Environment: GO (go), JOBS (18000),
+# Then a markdown table of both phases (docs/scaling.md, written from it
+# by make docs-e2e). The last line is the drain ratio of phase 1
+# ("e2e-fleet: PASS ..." or "e2e-fleet: FAIL ..." before it). Environment: GO (go), JOBS (18000),
 # QUOTA (6000), KEEP (1: keep the temporary directory).
 set -eu
 # sluice reads these as overrides of its config file; the runs here are
@@ -186,6 +187,12 @@ awk -v f="$frac" 'BEGIN { exit !(f >= 0.8) }' || { echo "e2e-fleet: FAIL: the fi
 for p in $v3 $v2 $v1; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 kill -TERM "$ts"; wait "$ts" 2>/dev/null || true
 pids=""
+echo
+echo "| phase | figure |"
+echo "|---|---|"
+echo "| 1: $JOBS jobs, 6 workers, one SIGKILLed 60 s after the first joined, one added at 90 s | drained in $drain s from the first accepted call to the last, ideal $ideal s, ratio $ratio; $accepted requests accepted, $throttled throttled ($share of the requests); $distinct distinct jobs reached the API, $dups twice |"
+echo "| 2: 3 workers started again | at the remembered ${rate2:-(none)} units/min; $used units accepted in the first 30 s from the first accepted call, $frac of the quota |"
+echo
 if [ $ok = 1 ]; then
 	echo "e2e-fleet: PASS (throttled $share, $dups accepted twice, phase 2 used $frac of the quota in its first 30 s; first worker started at $rate/min)"
 else

@@ -19,7 +19,9 @@
 # the run ends once the testserver has accepted every job id and the queue
 # is empty. Ideal = JOBS / RATE seconds. Pass: every job answered 200
 # exactly once, at most MAX_THROTTLED 429s, drain time <= MAX_RATIO x
-# ideal. The last line printed is the ratio drain / ideal.
+# ideal. The figures end with a markdown table (docs/tuning.md, written
+# from it by make docs-e2e); the last line printed is the ratio drain /
+# ideal.
 #
 # Environment: GO (go), NGINX (nginx), JOBS (2000), RATE (20), BURST (5),
 # MAX_THROTTLED (10), MAX_RATIO (1.20), KEEP=1 keeps the work directory.
@@ -156,6 +158,11 @@ fi
 drain=$(awk 'NR == 1 { f = $1 } { l = $1 } END { printf "%.1f", l - f }' "$work/accepted.log")
 ratio=$(awk -v d="$drain" -v i="$ideal" 'BEGIN { printf "%.3f", d / i }')
 echo "drain time      $drain s from the first accepted call to the last; ideal $ideal s"
+echo
+echo "| jobs | answered 200 | answered twice or more | calls that reached the API | 429s | drain | ideal | ratio |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| $JOBS | $distinct | $duplicates | $accepted | $throttled | $drain s | $ideal s | $ratio |"
+echo
 [ "$distinct" -ge "$JOBS" ] || fail="$fail; $distinct of $JOBS jobs done"
 [ "$duplicates" = 0 ] || fail="$fail; $duplicates jobs answered more than once"
 [ "$throttled" -le "$MAX_THROTTLED" ] || fail="$fail; throttled $throttled > $MAX_THROTTLED"

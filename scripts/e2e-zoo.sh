@@ -41,8 +41,9 @@
 # 200 exactly once, drain <= MAX_RATIO x ideal, and the gateway's 429s are
 # at most MAX_429 + MAX_429_SHARE x requests. Each row also shows the
 # limiter's rate when the backlog was drained (the worker's
-# sluice_limiter_rate_units_per_minute) against the gateway's. The last
-# line printed is the worst row's ratio. A row still draining after
+# sluice_limiter_rate_units_per_minute) against the gateway's. The rows
+# are printed as a markdown table (docs/tuning.md, written from it by make
+# docs-e2e); the last line printed is the worst row's ratio. A row still draining after
 # MAX_WAIT x ideal + 30 s is stopped, and shows its drain and ratio as
 # lower bounds (">").
 #
@@ -428,27 +429,27 @@ for i in $selected; do wait "$(cat "$work/row$(printf '%02d' "$i")/subpid")" 2>/
 echo
 echo "e2e-zoo: $(clock) all rows done in $(calc "printf \"%.0f\", $(now) - $t_start") s; load average $(load)"
 echo
-printf '%-18s %6s %7s %7s %6s %5s %7s %7s %7s %6s  %s\n' \
-	row jobs ideal_s drain_s ratio 429s reqs lim/min gw/min lim/gw verdict
+echo "| row | jobs | ideal | drain | ratio | 429s | requests | limiter at the end, /min | gateway, /min | limiter / gateway | verdict |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 failed=0
 worst=""
 worst_name=""
+: >"$work/errors"
 for i in $selected; do
 	d=$work/row$(printf '%02d' "$i")
 	name=$(cat "$d/name")
 	if [ ! -f "$d/result" ]; then
 		failed=1
-		printf '%-18s %s\n' "$name" "ERROR: the row did not finish:"
-		sed 's/^/    /' "$d/row.err" | tail -n 20
+		echo "| $name | | | | | | | | | | ERROR: the row did not finish |"
+		{ echo "$name:"; sed 's/^/    /' "$d/row.err" | tail -n 20; } >>"$work/errors"
 		continue
 	fi
 	IFS='|' read -r kind jobs ideal drain ratio throttled requests max429 lrate grate share verdict <"$d/result"
 	if [ "$kind" = skip ]; then
-		printf '%-18s SKIP: %s\n' "$name" "$jobs"
+		echo "| $name | | | | | | | | | | SKIP: $jobs |"
 		continue
 	fi
-	printf '%-18s %6s %7s %7s %6s %5s %7s %7s %7s %6s  %s\n' \
-		"$name" "$jobs" "$ideal" "$drain" "$ratio" "$throttled" "$requests" "$lrate" "$grate" "$share" "$verdict"
+	echo "| $name | $jobs | $ideal s | $drain s | $ratio | $throttled | $requests | $lrate | $grate | $share | $verdict |"
 	case $verdict in PASS) ;; *) failed=1 ;; esac
 	# A row stopped before it drained shows its ratio as ">N": compare N.
 	r=$(printf '%s' "$ratio" | tr -d '>')
@@ -458,8 +459,13 @@ for i in $selected; do
 		worst_name=$name
 	fi
 done
+if [ -s "$work/errors" ]; then
+	echo
+	echo "rows that did not finish:"
+	cat "$work/errors"
+fi
 echo
 echo "ideal = jobs / the gateway's rate (its burst not counted); drain from the start of sluice run (idle row: of the enqueue)"
-echo "lim/min: the limiter's rate when the backlog was drained (or the row stopped); gw/min: the gateway's rate"
+echo "limiter at the end: the limiter's rate when the backlog was drained (or the row stopped); gateway: the gateway's rate"
 echo "ratio ${worst:-n/a} (worst row: ${worst_name:-none})"
 [ "$failed" = 0 ]

@@ -10,7 +10,8 @@ import (
 )
 
 // WriteTable writes the zoo as one Markdown table, a row per cell with
-// the seeds' figures in the order of Seeds, and a summary line.
+// the seeds' figures in the order of Seeds, a summary line, and a second
+// table: the cells passing of each API and setting.
 func (z *Zoo) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	seeds := make([]string, len(z.Seeds))
@@ -52,8 +53,36 @@ func (z *Zoo) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\nzoo: %d cells failing of %d (%d with a feasible seed missing its target, %d only on other seeds); %d of %d seeds feasible; runs of %s\n",
 		z.Failing, len(z.Cells), z.FailingFeasible, z.FailingOther, z.FeasibleSeeds, z.TotalSeeds, shortDuration(time.Duration(z.DurationS*float64(time.Second))))
+	b.WriteString("\n")
+	z.writeBySetting(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeBySetting writes the cells passing of each API and setting (every
+// quota and controller), in the order of the cells.
+func (z *Zoo) writeBySetting(b *strings.Builder) {
+	type key struct {
+		api     API
+		setting string
+	}
+	var order []key
+	cells, passing := map[key]int{}, map[key]int{}
+	for _, c := range z.Cells {
+		k := key{c.API, c.Setting}
+		if cells[k] == 0 {
+			order = append(order, k)
+		}
+		cells[k]++
+		if c.Pass {
+			passing[k]++
+		}
+	}
+	b.WriteString("| api | setting | cells passing | cells |\n")
+	b.WriteString("|---|---|---:|---:|\n")
+	for _, k := range order {
+		fmt.Fprintf(b, "| %s | %s | %d | %d |\n", k.api, k.setting, passing[k], cells[k])
+	}
 }
 
 // shortDuration formats d in whole seconds below 10 minutes (60s), else

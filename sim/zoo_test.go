@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,4 +159,18 @@ func TestRunZoo(t *testing.T) {
 	if !strings.Contains(out, "zoo: "+strconv.Itoa(failing)+" cells failing of 4") {
 		t.Fatalf("no summary line:\n%s", out)
 	}
+	bySetting := fmt.Sprintf("| api | setting | cells passing | cells |\n|---|---|---:|---:|\n"+
+		"| leaky | burst 3 | %d | 1 |\n| leaky | burst 10 | %d | 1 |\n| leaky | burst 30 | %d | 1 |\n| leaky | burst 10, idle 60s | %d | 1 |\n",
+		passes(one.Cells[0]), passes(one.Cells[1]), passes(one.Cells[2]), passes(one.Cells[3]))
+	if !strings.HasSuffix(out, "\n\n"+bySetting) {
+		t.Fatalf("want the cells passing by setting last:\n%s\nwant:\n%s", out, bySetting)
+	}
+}
+
+// passes is 1 for a cell that passes, else 0.
+func passes(c ZooCell) int {
+	if c.Pass {
+		return 1
+	}
+	return 0
 }

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,11 +20,17 @@ import (
 	"github.com/sluicehq/sluice/internal/app/docs"
 )
 
-// envDocs selects what TestDocs does: unset, it checks; "update" writes the
-// deterministic regions again; "all" writes every region, the wall-clock
-// ones too (a demo and a drain with real processes, a few minutes). `make
-// docs` sets "all".
+// envDocs selects what TestDocs does: unset, it checks the deterministic
+// regions; "update" writes them again; "all" writes every region but the
+// e2e ones, the slow and wall-clock ones too (the zoo, a demo and a drain
+// with real processes: many minutes); "slow" checks the slow ones only;
+// "e2e" writes the e2e regions from the outputs kept in envDocsE2E. `make
+// docs` sets "all", `make docs-e2e` "e2e".
 const envDocs = "SLUICE_DOCS"
+
+// envDocsE2E names the directory where `make docs-e2e` keeps what each
+// end-to-end script printed, in NAME.out for scripts/NAME.sh.
+const envDocsE2E = "SLUICE_DOCS_E2E"
 
 // runSluice runs a sluice command line in process, with stdin, and returns
 // its standard output and error together.
@@ -42,6 +51,7 @@ func runSluice(ctx context.Context, args []string, stdin string) (string, error)
 // memo runs each distinct command line once: regions that show several
 // fields of one simulation share its run.
 type memo struct {
+	dir  string // where script builds sluice
 	mu   sync.Mutex
 	runs map[string]*memoRun
 }
@@ -53,7 +63,37 @@ type memoRun struct {
 }
 
 func (m *memo) run(ctx context.Context, args []string, stdin string) (string, error) {
-	key := strings.Join(args, "\x00") + "\x00" + stdin
+	return m.do(strings.Join(args, "\x00")+"\x00"+stdin, func() (string, error) { return runSluice(ctx, args, stdin) })
+}
+
+// script runs a script stage once per command line: regions that show
+// parts of one script's output share its run. The scripts that run
+// sluice (scripts/targets.sh, scripts/fleet-table.sh) take it from
+// $SLUICE, built once here, instead of building it each.
+func (m *memo) script(ctx context.Context, args []string) (string, error) {
+	bin, err := m.do("build", func() (string, error) {
+		if bin := os.Getenv("SLUICE"); bin != "" {
+			return bin, nil
+		}
+		bin, err := filepath.Abs(filepath.Join(m.dir, "sluice"))
+		if err != nil {
+			return "", err
+		}
+		out, err := exec.CommandContext(ctx, cmp.Or(os.Getenv("GO"), "go"), "build", "-o", bin, "./cmd/sluice").CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("go build ./cmd/sluice: %w\n%s", err, out)
+		}
+		return bin, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return m.do("sh\x00"+strings.Join(args, "\x00"), func() (string, error) {
+		return docs.RunScript(ctx, append([]string{"env", "SLUICE=" + bin}, args...), ".")
+	})
+}
+
+func (m *memo) do(key string, f func() (string, error)) (string, error) {
 	m.mu.Lock()
 	if m.runs == nil {
 		m.runs = map[string]*memoRun{}
@@ -64,32 +104,73 @@ func (m *memo) run(ctx context.Context, args []string, stdin string) (string, er
 		m.runs[key] = r
 	}
 	m.mu.Unlock()
-	r.once.Do(func() { r.out, r.err = runSluice(ctx, args, stdin) })
+	r.once.Do(func() { r.out, r.err = f() })
 	return r.out, r.err
+}
+
+// docsAction is what TestDocs does with a region in a mode.
+type docsAction int
+
+const (
+	docsParse docsAction = iota // its commands must parse, nothing runs
+	docsCheck                   // run it and compare
+	docsWrite                   // run it (or read its kept output) and write it
+)
+
+// docsPlan decides a region's action in a mode.
+func docsPlan(r docs.Region, mode string) docsAction {
+	switch {
+	case mode == "e2e" && r.E2E:
+		return docsWrite
+	case mode == "e2e" || r.E2E:
+		return docsParse
+	case mode == "slow" && r.Slow:
+		return docsCheck
+	case mode == "slow":
+		return docsParse
+	case mode == "all":
+		return docsWrite
+	case r.Slow || r.WallClock:
+		return docsParse
+	case mode == "update":
+		return docsWrite
+	}
+	return docsCheck
 }
 
 // TestDocs: every generated region of README.md and docs/*.md (package
 // internal/app/docs) holds what its command prints now. A deterministic
-// region is run again and compared; a wall-clock one (a real run) is
-// checked to name a command the CLI accepts. A failure names the region,
-// the first line that differs, and `make docs`, which writes them again.
+// region is run again and compared; a slow, wall-clock or e2e one is
+// checked to name commands the CLI accepts (see envDocs for the modes that
+// run them). A failure names the region, the first line that differs, and
+// `make docs`, which writes them again.
 func TestDocs(t *testing.T) {
 	mode := os.Getenv(envDocs)
-	if mode != "" && mode != "update" && mode != "all" {
-		t.Fatalf("%s=%q: want update or all", envDocs, mode)
+	if !slices.Contains([]string{"", "update", "all", "slow", "e2e"}, mode) {
+		t.Fatalf("%s=%q: want update, all, slow or e2e", envDocs, mode)
 	}
-	if raceEnabled && mode == "" {
+	if raceEnabled && (mode == "" || mode == "slow") {
 		// The regions run the simulator, several times slower under the
 		// race detector, and race nothing: `make test` checks them in a
 		// run of its own without it.
 		t.Skip("the docs' regions are checked without -race (make test does)")
+	}
+	kept := os.Getenv(envDocsE2E)
+	if mode == "e2e" {
+		if kept == "" {
+			t.Fatalf("%s=e2e needs %s, the directory of the scripts' outputs", envDocs, envDocsE2E)
+		}
+		abs, err := filepath.Abs(kept) // the test runs from the module's root
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = abs
 	}
 	t.Chdir(filepath.Join("..", ".."))
 	texts, regions, err := docs.ReadAll(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var runs memo
 	total := 0
 	for _, rs := range regions {
 		total += len(rs)
@@ -97,51 +178,10 @@ func TestDocs(t *testing.T) {
 	if total == 0 {
 		t.Fatal("no generated region in README.md or docs/")
 	}
+	runs := memo{dir: t.TempDir()}
 	for file, rs := range regions {
-		bodies := make([]string, len(rs))
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 2) // the simulator runs use a core each
-		var slow []func()
-		for i, r := range rs {
-			bodies[i] = r.Body
-			if !commandsParse(t, r) || (r.WallClock && mode != "all") {
-				continue
-			}
-			do := func() {
-				run := runs.run
-				if r.WallClock {
-					run = runSluice // a new run each time
-				}
-				out, err := docs.Run(t.Context(), r, run, ".")
-				switch {
-				case err != nil:
-					t.Error(err)
-				case mode == "":
-					if err := docs.Check(r, out); err != nil {
-						t.Error(err)
-					}
-				default:
-					if bodies[i], err = docs.Body(r, out); err != nil {
-						t.Error(err)
-					}
-				}
-			}
-			if r.WallClock {
-				slow = append(slow, do)
-				continue
-			}
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				do()
-			}()
-		}
-		wg.Wait()
-		for _, do := range slow {
-			do() // one at a time, after the others: their figures are timings
-		}
-		if mode == "" || t.Failed() {
+		bodies, changed := docsFile(t, rs, mode, kept, &runs)
+		if !changed || t.Failed() {
 			continue
 		}
 		if err := os.WriteFile(file, docs.Splice(texts[file], rs, bodies), 0o644); err != nil {
@@ -150,10 +190,100 @@ func TestDocs(t *testing.T) {
 	}
 }
 
+// docsFile checks or writes the regions of one file, as docsPlan says;
+// it returns their bodies and whether it wrote any. Deterministic regions
+// run two at a time, then the slow ones, then the wall-clock ones one at
+// a time (their figures are timings).
+func docsFile(t *testing.T, rs []docs.Region, mode, kept string, runs *memo) ([]string, bool) {
+	t.Helper()
+	bodies := make([]string, len(rs))
+	changed := false
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2) // the simulator runs use a core each
+	var later, last []func()
+	for i, r := range rs {
+		bodies[i] = r.Body
+		act := docsPlan(r, mode)
+		if !commandsParse(t, r) || act == docsParse {
+			continue
+		}
+		changed = changed || act == docsWrite
+		do := func() {
+			out, err := docsOutput(t.Context(), r, kept, runs)
+			switch {
+			case errors.Is(err, os.ErrNotExist) && r.E2E:
+				t.Logf("%s: no kept output (%v); left as it is", r.Name(), err)
+			case err != nil:
+				t.Error(err)
+			case act == docsCheck:
+				if err := docs.Check(r, out); err != nil {
+					t.Error(err)
+				}
+			default:
+				if bodies[i], err = docs.Body(r, out); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		switch {
+		case r.WallClock:
+			last = append(last, do)
+		case r.Slow:
+			later = append(later, do)
+		default:
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				do()
+			}()
+		}
+	}
+	wg.Wait()
+	for _, do := range append(later, last...) {
+		do()
+	}
+	return bodies, changed
+}
+
+// docsOutput is what a region's command prints: run again (a wall-clock
+// one each time, the others once per command line), or for an e2e region
+// what its script printed when `make docs-e2e` ran it, through the
+// region's filters.
+func docsOutput(ctx context.Context, r docs.Region, kept string, runs *memo) (string, error) {
+	switch {
+	case r.E2E:
+		file := filepath.Join(kept, docs.ScriptName(r.Command)+".out")
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", err
+		}
+		out, err := docs.Filter(r, string(b))
+		if err == nil && strings.TrimSpace(out) == "" {
+			err = fmt.Errorf("%s: %s holds nothing for it (did the run stop early?)", r.Name(), file)
+		}
+		return out, err
+	case r.WallClock:
+		return docs.Run(ctx, r, runSluice, ".") // a new run each time
+	}
+	p, err := docs.ParseCommand(r.Command)
+	if err != nil {
+		return "", err
+	}
+	if p.Script() {
+		out, err := runs.script(ctx, p.Args)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", r.Name(), err)
+		}
+		return docs.Filter(r, out)
+	}
+	return docs.Run(ctx, r, runs.run, ".")
+}
+
 // commandsParse reports whether the CLI accepts a region's command (one
-// marked (fails) aside) and, in a wall-clock transcript, each "$ sluice …"
-// line: a real run is not repeated by the test, but its commands must
-// still exist.
+// marked (fails) aside), or its script exists, and, in a wall-clock
+// transcript, each "$ sluice …" line: a real run is not repeated by the
+// test, but its commands must still exist.
 func commandsParse(t *testing.T, r docs.Region) bool {
 	t.Helper()
 	p, err := docs.ParseCommand(r.Command)
@@ -164,6 +294,12 @@ func commandsParse(t *testing.T, r docs.Region) bool {
 	if !p.Script() && !r.Fails {
 		if err := exampleLineError(p.Args[1:]); err != nil {
 			t.Errorf("%s: the CLI refuses the command: %v", r.Name(), err)
+			return false
+		}
+	}
+	if p.Script() {
+		if _, err := os.Stat(p.Args[1]); err != nil {
+			t.Errorf("%s: no such script: %v", r.Name(), err)
 			return false
 		}
 	}
@@ -324,5 +460,28 @@ func TestDocsCheckFails(t *testing.T) {
 	err = docs.Check(r[0], out)
 	if !errors.Is(err, docs.ErrStale) || !strings.Contains(err.Error(), "docs/x.md:1 (generated by: sluice version | head -n 1)") || !strings.Contains(err.Error(), "make docs") {
 		t.Errorf("check of a stale region: %v", err)
+	}
+}
+
+// Which regions each mode runs: make test checks the deterministic ones
+// only, make docs writes all but the e2e ones, make docs-slow checks the
+// slow ones, make docs-e2e writes the e2e ones.
+func TestDocsPlan(t *testing.T) {
+	det, slow := docs.Region{}, docs.Region{Slow: true}
+	wall, e2e := docs.Region{WallClock: true}, docs.Region{E2E: true}
+	for _, c := range []struct {
+		mode                 string
+		det, slow, wall, e2e docsAction
+	}{
+		{"", docsCheck, docsParse, docsParse, docsParse},
+		{"update", docsWrite, docsParse, docsParse, docsParse},
+		{"all", docsWrite, docsWrite, docsWrite, docsParse},
+		{"slow", docsParse, docsCheck, docsParse, docsParse},
+		{"e2e", docsParse, docsParse, docsParse, docsWrite},
+	} {
+		got := []docsAction{docsPlan(det, c.mode), docsPlan(slow, c.mode), docsPlan(wall, c.mode), docsPlan(e2e, c.mode)}
+		if want := []docsAction{c.det, c.slow, c.wall, c.e2e}; !slices.Equal(got, want) {
+			t.Errorf("mode %q: %v, want %v", c.mode, got, want)
+		}
 	}
 }

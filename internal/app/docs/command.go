@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,8 +19,8 @@ import (
 type Sluice func(ctx context.Context, args []string, stdin string) (string, error)
 
 // Pipeline is a region's command, parsed: the first stage is a sluice
-// command line or a script (sh FILE, run from the module's root), the
-// others are filters.
+// command line or a script (sh FILE [ARG…], run from the module's root),
+// the others are filters.
 type Pipeline struct {
 	Args    []string   // the first stage's words
 	Filters [][]string // each filter's words
@@ -49,8 +50,8 @@ func ParseCommand(cmd string) (Pipeline, error) {
 			return p, fmt.Errorf("docs: an empty stage in %q", cmd)
 		}
 		if i == 0 {
-			if words[0] != "sluice" && !(words[0] == "sh" && len(words) == 2) {
-				return p, fmt.Errorf("docs: %q: the first command must be sluice … or sh SCRIPT", cmd)
+			if words[0] != "sluice" && !(words[0] == "sh" && len(words) >= 2) {
+				return p, fmt.Errorf("docs: %q: the first command must be sluice … or sh SCRIPT [ARG…]", cmd)
 			}
 			p.Args = words
 			continue
@@ -70,10 +71,21 @@ func Display(cmd string) string {
 	if above {
 		c += " < trace.jsonl"
 	}
-	if s, ok := strings.CutPrefix(c, "sh "); ok && !strings.Contains(s, " ") {
+	if s, ok := strings.CutPrefix(c, "sh "); ok && !strings.HasPrefix(s, "-") {
 		c = "./" + s
 	}
 	return c
+}
+
+// ScriptName is the name of a script region's script without its
+// directory and ".sh" (e2e-strict for sh scripts/e2e-strict.sh), "" for a
+// sluice command: the name of the file `make docs-e2e` keeps its output in.
+func ScriptName(cmd string) string {
+	p, err := ParseCommand(cmd)
+	if err != nil || !p.Script() {
+		return ""
+	}
+	return strings.TrimSuffix(path.Base(p.Args[1]), ".sh")
 }
 
 // fields splits a stage into words: spaces separate them, and single or
@@ -113,7 +125,12 @@ func fields(s string) ([]string, error) {
 // filter returns the function a filter stage applies to the text before
 // it. The filters are those of a shell, so that a reader can paste the
 // command: cat; grep [-E] [-v] RE; head -n N; tail -n N; jq .field[.field…]
-// (a field of one JSON object, as jq prints it).
+// (a field of one JSON object, as jq prints it); sed -E -n with one
+// script, either '/RE/,/RE/p' (the lines from one that matches the first
+// expression to the next that matches the second, both included) or
+// 's/RE/REPL/p' (each line that matches, with its match replaced; \1 in
+// REPL is the first group). The expressions are extended (POSIX ERE as
+// Go's regexp reads them).
 func filter(words []string) (func(string) (string, error), error) {
 	name, args := words[0], words[1:]
 	switch name {
@@ -167,6 +184,11 @@ func filter(words []string) (func(string) (string, error), error) {
 			}
 			return strings.Join(ls, "\n") + strings.Repeat("\n", min(len(ls), 1)), nil
 		}, nil
+	case "sed":
+		if len(args) != 3 || args[0] != "-E" || args[1] != "-n" {
+			break
+		}
+		return sedFilter(args[2])
 	case "jq":
 		if len(args) != 1 || !strings.HasPrefix(args[0], ".") {
 			break
@@ -174,7 +196,59 @@ func filter(words []string) (func(string) (string, error), error) {
 		path := strings.Split(args[0][1:], ".")
 		return func(s string) (string, error) { return jqField(s, path) }, nil
 	}
-	return nil, fmt.Errorf("docs: unsupported filter %q (cat, grep [-E] [-v] RE, head -n N, tail -n N, jq .field)", strings.Join(words, " "))
+	return nil, fmt.Errorf("docs: unsupported filter %q (cat, grep [-E] [-v] RE, head -n N, tail -n N, jq .field, sed -E -n SCRIPT)", strings.Join(words, " "))
+}
+
+// sedRangeRe and sedSubstRe read the two scripts sed supports: a range of
+// lines to print, or a substitution whose lines are printed; sedGroupRe
+// finds \1 to \9 in a replacement.
+var (
+	sedRangeRe = regexp.MustCompile(`^/((?:[^/\\]|\\.)*)/,/((?:[^/\\]|\\.)*)/p$`)
+	sedSubstRe = regexp.MustCompile(`^s/((?:[^/\\]|\\.)*)/((?:[^/\\]|\\.)*)/p$`)
+	sedGroupRe = regexp.MustCompile(`\\([0-9])`)
+)
+
+// sedFilter returns the filter of sed -E -n SCRIPT.
+func sedFilter(script string) (func(string) (string, error), error) {
+	if m := sedRangeRe.FindStringSubmatch(script); m != nil {
+		from, err1 := regexp.Compile(m[1])
+		to, err2 := regexp.Compile(m[2])
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("docs: sed: %w", err)
+		}
+		return func(s string) (string, error) {
+			var b strings.Builder
+			in := false
+			for _, l := range lines(s) {
+				switch {
+				case in:
+					b.WriteString(l + "\n")
+					in = !to.MatchString(l)
+				case from.MatchString(l):
+					b.WriteString(l + "\n")
+					in = true
+				}
+			}
+			return b.String(), nil
+		}, nil
+	}
+	if m := sedSubstRe.FindStringSubmatch(script); m != nil {
+		re, err := regexp.Compile(m[1])
+		if err != nil {
+			return nil, fmt.Errorf("docs: sed: %w", err)
+		}
+		repl := sedGroupRe.ReplaceAllString(strings.ReplaceAll(m[2], "$", "$$"), "${$1}")
+		return func(s string) (string, error) {
+			var b strings.Builder
+			for _, l := range lines(s) {
+				if at := re.FindStringSubmatchIndex(l); at != nil { // the first match, as sed without g
+					b.WriteString(l[:at[0]] + string(re.ExpandString(nil, repl, l, at)) + l[at[1]:] + "\n")
+				}
+			}
+			return b.String(), nil
+		}, nil
+	}
+	return nil, fmt.Errorf("docs: sed: want '/RE/,/RE/p' or 's/RE/REPL/p', got %q", script)
 }
 
 func lines(s string) []string {
@@ -215,14 +289,9 @@ func Run(ctx context.Context, r Region, sluice Sluice, root string) (string, err
 	}
 	var out string
 	if p.Script() {
-		cmd := exec.CommandContext(ctx, "sh", p.Args[1])
-		cmd.Dir = root
-		var b bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &b, &b // as a terminal shows them
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("%s: %w\n%s", r.Name(), err, b.String())
+		if out, err = RunScript(ctx, p.Args, root); err != nil {
+			return "", fmt.Errorf("%s: %w", r.Name(), err)
 		}
-		out = b.String()
 	} else {
 		stdin := ""
 		if p.Above {
@@ -235,6 +304,31 @@ func Run(ctx context.Context, r Region, sluice Sluice, root string) (string, err
 		case err == nil && r.Fails:
 			return "", fmt.Errorf("%s: the command succeeded; the region shows it failing", r.Name())
 		}
+	}
+	return Filter(r, out)
+}
+
+// RunScript runs a script stage (sh FILE [ARG…]) from root and returns
+// what it printed, standard output and error together as a terminal shows
+// them; a failing script is an error that holds its output.
+func RunScript(ctx context.Context, args []string, root string) (string, error) {
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = root
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, b.String())
+	}
+	return b.String(), nil
+}
+
+// Filter applies the filters of a region's command to what its first
+// stage printed: for Run, and for the kept output of an end-to-end script
+// (make docs-e2e).
+func Filter(r Region, out string) (string, error) {
+	p, err := ParseCommand(r.Command)
+	if err != nil {
+		return "", err
 	}
 	for _, words := range p.Filters {
 		f, _ := filter(words)
