@@ -30,35 +30,40 @@ func benchXRate() *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(benchRate/60), 1<<30)
 }
 
+// waitLoop waits for one unit b.N times on l.
+func waitLoop(b *testing.B, ctx context.Context, l *Limiter) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Wait(ctx, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// waitLoopXRate is waitLoop on x/time/rate's limiter.
+func waitLoopXRate(b *testing.B, ctx context.Context, l *rate.Limiter) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := l.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkWaitUncontended: one goroutine, tokens available.
 func BenchmarkWaitUncontended(b *testing.B) {
 	ctx := context.Background()
 	b.Run("sluice", func(b *testing.B) {
 		l := benchLimiter(b)
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := l.Wait(ctx, 1); err != nil {
-				b.Fatal(err)
-			}
-		}
+		waitLoop(b, ctx, l)
 	})
 	b.Run("sluice-metrics", func(b *testing.B) {
 		l := benchLimiter(b, WithMetrics(NewMetrics()))
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := l.Wait(ctx, 1); err != nil {
-				b.Fatal(err)
-			}
-		}
+		waitLoop(b, ctx, l)
 	})
 	b.Run("xrate", func(b *testing.B) {
 		l := benchXRate()
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := l.Wait(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
+		waitLoopXRate(b, ctx, l)
 	})
 }
 
@@ -69,21 +74,11 @@ func BenchmarkWaitDeadline(b *testing.B) {
 	defer cancel()
 	b.Run("sluice", func(b *testing.B) {
 		l := benchLimiter(b)
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := l.Wait(ctx, 1); err != nil {
-				b.Fatal(err)
-			}
-		}
+		waitLoop(b, ctx, l)
 	})
 	b.Run("xrate", func(b *testing.B) {
 		l := benchXRate()
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := l.Wait(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
+		waitLoopXRate(b, ctx, l)
 	})
 }
 
