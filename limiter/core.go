@@ -254,9 +254,15 @@ func (c *Core) calm() bool {
 // accrueCalm is advance(t) for a calm Core.
 func (c *Core) accrueCalm(t time.Duration) {
 	if t > c.last {
-		c.tokens = min(c.cap, c.tokens+float64(t-c.last)*c.perNs)
+		c.fill(t, c.cap)
 		c.last = t
 	}
+}
+
+// fill adds to the bucket, up to lim, what the rate accrues from the
+// latest time seen to t.
+func (c *Core) fill(t time.Duration, lim float64) {
+	c.tokens = min(lim, c.tokens+float64(t-c.last)*c.perNs)
 }
 
 // take removes u units, bounded by CostBound, from a bucket that holds
@@ -531,7 +537,7 @@ func (c *Core) accrue(t time.Duration) {
 		c.accrueBudget(t)
 	} else {
 		if !c.paused {
-			c.tokens = min(c.cap, c.tokens+float64(t-c.last)*c.perNs)
+			c.fill(t, c.cap)
 		}
 		c.last = t
 	}

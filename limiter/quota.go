@@ -116,7 +116,7 @@ func (c *Core) accrueBudget(t time.Duration) {
 		return
 	}
 	if lim := c.budgetCap(); !c.paused && c.tokens < lim {
-		c.tokens = math.Min(lim, c.tokens+float64(t-c.last)*c.perNs)
+		c.fill(t, lim)
 	}
 	c.last = t
 }
