@@ -136,6 +136,8 @@ type Core struct {
 	// on, once one has (overcapSeen); see pauseEnd.
 	overcapSeen bool
 	overcapNext time.Duration
+
+	law *law // the adaptive law (law.go); nil for the classic rules
 }
 
 type waiter struct {
@@ -159,12 +161,18 @@ func NewCore(cfg Config, start time.Time) (*Core, error) {
 	c.rules = NewRules(cfg, Part{Share: 1 / float64(cfg.Instances), Instances: cfg.Instances})
 	c.adapt = c.rules.Start(start)
 	c.rlog.cur, c.brk.thrAt, c.brk.busy = c.adapt.Rate, -1, math.MaxInt64
+	if cfg.SlowStart && !cfg.Disabled {
+		c.law = newLaw(cfg, c.adapt.Rate, c.rules.Min(), c.rules.Max())
+	}
 	c.setRate(c.adapt.Rate)
 	c.tokens = c.cap * cfg.InitialFill
 	return c, nil
 }
 
 func (c *Core) capacity(rate float64) float64 {
+	if c.law != nil {
+		return math.Max(1, rate/60*min(c.cfg.Burst, pacerBurst).Seconds())
+	}
 	return math.Max(1, rate/60*c.cfg.Burst.Seconds())
 }
 
@@ -275,6 +283,9 @@ func (c *Core) take(t time.Duration, u float64) {
 	c.restartGrant(t, u)
 	c.echoGrant(t, u)
 	u = min(u, c.costBound)
+	if c.law != nil {
+		c.law.sent(t, u, c.tokens >= c.cap-unitEps && c.qh == len(c.q))
+	}
 	c.tokens -= u
 	if c.measure {
 		c.recordGrant(t, u)
@@ -344,6 +355,9 @@ func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
 		return
 	}
 	c.restartAnswer(t, sentAt.Sub(c.start), units, o.Kind == call.Success || o.Kind == call.ClientError, o.Kind == call.Throttle)
+	if units > 0 && c.law != nil && (o.Kind == call.Success || o.Kind == call.ClientError) {
+		c.law.accepted(sentAt.Sub(c.start), units)
+	}
 	if units > 0 {
 		switch o.Kind {
 		case call.Throttle:
@@ -394,7 +408,11 @@ func (c *Core) SetShare(now time.Time, share float64) error {
 
 func (c *Core) rescale(t time.Duration, share float64, n int) {
 	c.advance(t)
+	before := c.adapt.Rate
 	c.rules.SetPart(&c.adapt, Part{Share: share, Instances: n})
+	if c.law != nil && before > 0 {
+		c.law.rescale(c.adapt.Rate/before, c.rules.Min(), c.rules.Max())
+	}
 	if c.following {
 		c.adapt = c.rules.Scale(c.fleet)
 	}

@@ -10,6 +10,16 @@ import (
 
 func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	c.waited = false
+	if c.law != nil && !c.following {
+		if c.law.refused(t, sent, retryAfter) {
+			c.setRate(c.law.rate)
+		}
+		if until, ok := c.pauseEnd(t, c.restartBackoff(sent, retryAfter)); ok {
+			c.pause(until)
+			c.fleetPause = false
+		}
+		return
+	}
 	c.echoThrottle(t, sent)
 	if c.following {
 		c.adapt.IncClock = c.at(t)
@@ -44,6 +54,13 @@ func (c *Core) success(t time.Duration, units float64) {
 		c.acc.add(t, units) // following: the fleet's accepted units (fleet_core.go)
 	}
 	if c.paused || c.following || !c.waited { // a raise needs a request that waited
+		return
+	}
+	if c.law != nil {
+		if c.law.raise(t) {
+			c.setRate(c.law.rate)
+			c.waited = false
+		}
 		return
 	}
 	now, next := c.at(t), c.adapt
