@@ -69,7 +69,7 @@ func (s *tally) sum(v *[binCount]float64, from, to time.Duration) float64 {
 	if to <= from {
 		return 0
 	}
-	lo := max(s.bin(from), s.last-binCount+1)
+	lo := max(s.bin(from), s.last-binCount+1, 0)
 	hi := min(s.bin(to), s.last)
 	var sum float64
 	for b := lo; b <= hi; b++ {
@@ -139,6 +139,13 @@ func (l *law) sent(t time.Duration, u float64, idle bool) {
 // accepted records that the API accepted u units of a request sent at sent.
 func (l *law) accepted(sent time.Duration, u float64) { l.past.addAcc(sent, u) }
 
+// beyond returns how much longer than a second a Retry-After of ra says
+// the API takes nothing, within max_pause: an absurd Retry-After must not
+// read as an API that accepts nothing.
+func (l *law) beyond(ra time.Duration) time.Duration {
+	return max(min(ra, l.maxPause)-time.Second, 0)
+}
+
 // estimate returns what the API accepted, per minute, over the best span
 // ending at sent, each span stretched by the Retry-After beyond a second
 // (the API said it takes no more until then): spans back from sent of 1,
@@ -148,7 +155,7 @@ func (l *law) accepted(sent time.Duration, u float64) { l.past.addAcc(sent, u) }
 // exactly its quota per window. Spans shorter than the window are not
 // tried. ok is false when no span is.
 func (l *law) estimate(sent, ra time.Duration) (a float64, ok bool) {
-	extra := max(ra-time.Second, 0)
+	extra := l.beyond(ra)
 	try := func(from time.Duration) {
 		if from < 0 || sent-from < max(time.Second, l.window-extra) {
 			return
@@ -179,7 +186,7 @@ func (l *law) refused(t, sent, ra time.Duration) bool {
 	prev := l.rate
 	a, ok := l.estimate(sent, ra)
 	if ok && l.fresh {
-		l.window = min(sent-l.from+max(ra-time.Second, 0), binCount*binWidth/2)
+		l.window = min(sent-l.from+l.beyond(ra), binCount*binWidth/2)
 	}
 	l.fresh = false
 	switch {
@@ -286,4 +293,30 @@ func (l *law) rescale(f, lo, hi float64) {
 	l.rate = l.clamp(l.rate * f)
 	l.bound *= f
 	l.ceil *= f
+}
+
+// limits sets the rate's limits for this part of the budget.
+func (l *law) limits(lo, hi float64) {
+	l.min, l.max = lo, hi
+	l.rate = l.clamp(l.rate)
+}
+
+// quota applies a limit the API announced at t, q units per minute for
+// this part: it is what the API accepts, so it is both bounds and the
+// rate, and the probes above it are clamped by the limits.
+func (l *law) quota(t time.Duration, q float64) {
+	l.startup = false
+	l.bound, l.ceil = q, q
+	l.rate = l.clamp(q)
+	l.moved, l.probes = t, 0
+}
+
+// lead makes the law run from rate at t, the rate a fleet set: it is
+// what the API accepted, with no startup.
+func (l *law) lead(t time.Duration, rate, lo, hi float64) {
+	l.min, l.max = lo, hi
+	l.startup = false
+	l.bound, l.ceil = rate, rate
+	l.rate = l.clamp(rate)
+	l.moved, l.probes, l.hold = t, 0, probeBase
 }

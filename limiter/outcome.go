@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"math"
 	"time"
 )
 
@@ -12,7 +11,7 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	c.waited = false
 	if c.law != nil && !c.following {
 		if c.law.refused(t, sent, retryAfter) {
-			c.setRate(c.law.rate)
+			c.takeLaw()
 		}
 		if until, ok := c.pauseEnd(t, c.restartBackoff(sent, retryAfter)); ok {
 			c.pause(until)
@@ -20,25 +19,21 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 		}
 		return
 	}
-	c.echoThrottle(t, sent)
 	if c.following {
 		c.adapt.IncClock = c.at(t)
-	} else {
-		before := c.adapt
-		a, hold := c.endSlowStart(t, sent, retryAfter)
-		if c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), a, hold) {
-			if c.cfg.SlowStart {
-				c.mq = c.rules.MeasureCut(&c.adapt, before, c.at(t), c.acc.sum(t, acceptWindow))
-				c.bracketCut(t, sent, before)
-			}
-			c.setRate(c.adapt.Rate)
-		}
-		c.brk.thrAt = t
+	} else if c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), 0, 0) {
+		c.setRate(c.adapt.Rate)
 	}
 	if until, ok := c.pauseEnd(t, c.restartBackoff(sent, retryAfter)); ok {
 		c.pause(until)
 		c.fleetPause = false
 	}
+}
+
+// takeLaw makes the law's rate the Core's.
+func (c *Core) takeLaw() {
+	c.adapt.SlowStart = c.law.startup
+	c.setRate(c.law.rate)
 }
 
 // pause pauses until the offset until, extending a pause already running.
@@ -58,25 +53,13 @@ func (c *Core) success(t time.Duration, units float64) {
 	}
 	if c.law != nil {
 		if c.law.raise(t) {
-			c.setRate(c.law.rate)
+			c.takeLaw()
 			c.waited = false
 		}
 		return
 	}
-	now, next := c.at(t), c.adapt
-	c.rules.PlateauStart(&next, now, math.Max(c.mq, c.brk.bound), 0)
-	if !c.rules.Raise(&next, now, c.waited) {
-		return
+	if c.rules.Raise(&c.adapt, c.at(t), c.waited) {
+		c.setRate(c.adapt.Rate)
+		c.waited = false
 	}
-	if bound, ok := c.plateauBound(now); ok && next.Rate > bound {
-		if bound <= c.adapt.Rate {
-			return
-		}
-		next.Rate = bound
-	}
-	from := c.adapt.Rate
-	c.adapt = next
-	c.noteRaise(t, from)
-	c.setRate(c.adapt.Rate)
-	c.waited = false
 }

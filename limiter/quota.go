@@ -83,7 +83,13 @@ func (c *Core) hint(t, sent time.Duration, units float64, o call.Outcome) {
 		a, p := &c.adapt, c.rules.Max()
 		raise := !c.following && (!a.Throttled || c.at(t).Sub(a.LastCut) >= c.cfg.DecreaseCooldown) &&
 			(!qs.doubt || t-qs.doubted >= max(w, quotaDoubt))
-		if a.Rate > p || (a.Rate < p && raise) {
+		if c.law != nil && !c.following {
+			c.law.limits(c.rules.Min(), p)
+			if raise {
+				c.law.quota(t, p)
+			}
+			c.takeLaw()
+		} else if a.Rate > p || (a.Rate < p && raise) {
 			a.IncClock = c.at(t)
 			c.setRate(p)
 			c.waited = false

@@ -58,17 +58,6 @@ func (a *acceptLog) sum(t time.Duration, w int64) float64 {
 	return total
 }
 
-// Accepted returns the rate, in units per minute, that the API was seen to
-// accept up to now from this instance, for slow start's fallback at a
-// throttle at now of a request sent at sent that asked to wait retryAfter
-// (docs/limiter.md, "Slow start", rule 3), and the hold that goes with it.
-// 0 once slow start has ended (nothing is counted then).
-func (c *Core) Accepted(now, sent time.Time, retryAfter time.Duration) (float64, time.Duration) {
-	t := c.offset(now)
-	c.advance(t)
-	return c.accepted(t, sent.Sub(c.start), retryAfter)
-}
-
 // accepted is the larger of two rates the API accepted: the units of the
 // successes observed in the last w whole seconds (w = 60, or fewer since
 // the start), spread over those w seconds and the wait (the Retry-After
