@@ -119,7 +119,6 @@ type Core struct {
 
 	quota quotaState // the quota hints (quota.go)
 	acc   acceptLog  // accepted units during slow start (slowstart.go)
-	ended slowEnd    // the throttle that ended slow start (slowstart.go)
 	up    raiseLog   // the last raise of slow start (slowstart.go)
 
 	restart restartState // the restart after a pause (restart.go)

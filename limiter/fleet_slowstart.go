@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// Slow start (docs/limiter.md, "Slow start"): before the first throttle the
-// rate grows by slowStartGrowth at most once per slowStartInterval while
-// requests wait; at the first throttle it falls back to the rate the API was
-// seen to accept.
+// A fleet's slow start (docs/limiter.md, "Fleet"): before the fleet's
+// first throttle its rate grows by slowStartGrowth at most once per
+// slowStartInterval while requests wait; at the first throttle it falls
+// back to the rate the API was seen to accept, which each Core counts here
+// (a Core that runs the adaptive law keeps its own record, law.go).
 const (
 	slowStartGrowth   = 2.0
 	slowStartInterval = 2 * time.Second
@@ -32,17 +33,6 @@ func (a *acceptLog) add(t time.Duration, u float64) {
 		a.sec[i], a.units[i] = s+1, 0
 	}
 	a.units[i] += u
-}
-
-// at returns the units recorded in whole second k.
-func (a *acceptLog) at(k int64) float64 {
-	if k < 0 {
-		return 0
-	}
-	if i := k % int64(len(a.sec)); a.sec[i] == k+1 {
-		return a.units[i]
-	}
-	return 0
 }
 
 // sum returns the units recorded in the w whole seconds up to and
@@ -96,34 +86,12 @@ func (c *Core) noteRaise(t time.Duration, from float64) {
 	}
 }
 
-// slowEnd is what the throttle that ended slow start saw.
-type slowEnd struct {
-	set      bool
-	at       time.Duration
-	accepted float64
-	hold     time.Duration
-}
-
-// endSlowStart returns the accepted rate and the hold for a throttle at t,
-// and remembers them if slow start is on (the throttle ends it), so that a
-// report for that throttle made after it (Report) still carries them.
-func (c *Core) endSlowStart(t, sent, retryAfter time.Duration) (float64, time.Duration) {
-	a, hold := c.accepted(t, sent, retryAfter)
-	if c.adapt.SlowStart {
-		c.ended = slowEnd{set: true, at: t, accepted: a, hold: hold}
-	}
-	return a, hold
-}
-
 // fallback returns the accepted rate and the hold for a report of a
-// throttle at t: from the Core's own count during slow start, or what the
-// throttle that ended slow start at t saw; else 0.
+// throttle at t: from the Core's own count while the fleet it follows is
+// in slow start; else 0.
 func (c *Core) fallback(t, sent, retryAfter time.Duration) (float64, time.Duration) {
 	if c.adapt.SlowStart {
 		return c.accepted(t, sent, retryAfter)
-	}
-	if c.ended.set && c.ended.at == t {
-		return c.ended.accepted, c.ended.hold
 	}
 	return 0, 0
 }
