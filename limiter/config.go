@@ -43,9 +43,13 @@ type Config struct {
 	// law"): startup doubling, an estimate of what the API accepts at each
 	// throttle, probes above it; default true. False runs the classic
 	// AIMD or CUBIC rules.
-	SlowStart bool        `yaml:"slow_start" doc:"true: the adaptive law (double while jobs wait until the first 429, then pace at what the API was seen to accept and probe above it); false: the classic AIMD/CUBIC rules (docs/limiter.md)."`
-	AIMD      AIMDConfig  `yaml:"aimd" doc:"The AIMD controller (controller aimd)."`
-	CUBIC     CUBICConfig `yaml:"cubic" doc:"The CUBIC controller (controller cubic)."`
+	SlowStart bool `yaml:"slow_start" doc:"true: the adaptive law (double while jobs wait until the first 429, then pace at what the API was seen to accept and probe above it); false: the classic AIMD/CUBIC rules (docs/limiter.md)."`
+	// Window is the API's quota window for the adaptive law's estimate;
+	// 0 (the default) learns it from the first throttle and the quota
+	// headers' resets.
+	Window time.Duration `yaml:"window" doc:"The API's quota window, for the adaptive law's estimate of what it accepts; 0s (default) learns it from the first 429 and the quota headers. At most 2m8s."`
+	AIMD   AIMDConfig    `yaml:"aimd" doc:"The AIMD controller (controller aimd)."`
+	CUBIC  CUBICConfig   `yaml:"cubic" doc:"The CUBIC controller (controller cubic)."`
 
 	// Instances is the number of processes that share the budget; each
 	// takes 1/Instances of it. Default 1.
@@ -70,10 +74,11 @@ type CUBICConfig struct {
 // brings the curve back to w_max in about one 60 s quota window.
 const DefaultCUBICScaleConstant = 0.003
 
-// Upper bounds of the counts in Config.
+// Upper bounds in Config.
 const (
 	MaxQueueLimit = 1_000_000
 	MaxInstances  = 10_000
+	MaxWindow     = binCount * binWidth / 2 // half the adaptive law's record
 )
 
 // DefaultConfig returns the documented defaults.
@@ -164,6 +169,9 @@ func (c Config) Validate() error {
 	}
 	if c.Instances < 1 || c.Instances > MaxInstances {
 		bad("instances", c.Instances, fmt.Sprintf("from 1 to %d", MaxInstances))
+	}
+	if c.Window < 0 || c.Window > MaxWindow {
+		bad("window", c.Window, fmt.Sprintf("from 0s to %v (the adaptive law's record; a longer quota is for quota headers)", MaxWindow))
 	}
 	if !(c.InitialFill >= 0 && c.InitialFill <= 1) {
 		bad("initial_fill", c.InitialFill, "between 0 and 1")

@@ -104,12 +104,18 @@ type law struct {
 	refs     [4]time.Duration // the sends of the last refusals, newest first; -1: none
 	lastSent time.Duration
 	window   time.Duration // W: the API's memory, learned at the first refusal after an idle start
+	wfrom    windowSource  // where W came from
 	fresh    bool          // no refusal since sending began after an idle time
 }
 
 func newLaw(cfg Config, rate, lo, hi float64) *law {
-	return &law{min: lo, max: hi, cubic: cfg.Controller == ControllerCUBIC, maxPause: cfg.MaxPause,
-		rate: rate, startup: true, hold: probeBase, from: -1, refs: noRefs}
+	l := &law{min: lo, max: hi, cubic: cfg.Controller == ControllerCUBIC, maxPause: cfg.MaxPause,
+		rate: rate, startup: true, hold: probeBase, from: -1, refs: noRefs,
+		window: cfg.Window, wfrom: fromRefusal}
+	if cfg.Window > 0 {
+		l.wfrom = fromConfig
+	}
+	return l
 }
 
 var noRefs = [4]time.Duration{-1, -1, -1, -1}
@@ -185,8 +191,8 @@ func (l *law) refused(t, sent, ra time.Duration) bool {
 	}
 	prev := l.rate
 	a, ok := l.estimate(sent, ra)
-	if ok && l.fresh {
-		l.window = min(sent-l.from+l.beyond(ra), binCount*binWidth/2)
+	if ok && l.fresh && l.wfrom == fromRefusal {
+		l.window = min(sent-l.from+l.beyond(ra), MaxWindow)
 	}
 	l.fresh = false
 	switch {
@@ -320,3 +326,22 @@ func (l *law) lead(t time.Duration, rate, lo, hi float64) {
 	l.rate = l.clamp(rate)
 	l.moved, l.probes, l.hold = t, 0, probeBase
 }
+
+// announce sets W to a window the API announced (a quota header's window
+// or reset), unless the config set one.
+func (l *law) announce(w time.Duration) {
+	if w > 0 && l.wfrom != fromConfig {
+		l.window, l.wfrom = min(w, MaxWindow), fromHeaders
+	}
+}
+
+// windowSource says where the law's W came from: the first refusal after
+// an idle start (learned again at the next), the quota headers, or the
+// config (never changed).
+type windowSource uint8
+
+const (
+	fromRefusal windowSource = iota
+	fromHeaders
+	fromConfig
+)

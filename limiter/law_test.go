@@ -3,6 +3,7 @@ package limiter
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -205,5 +206,33 @@ func fill(l *law, from, to time.Duration, perMin float64) {
 	for at := from; at < to; at += step {
 		l.sent(at, 1, false)
 		l.accepted(at, 1)
+	}
+}
+
+// W comes from the config (never changed), the quota headers (until the
+// config says otherwise), or the first refusal after an idle start.
+func TestLawWindowSources(t *testing.T) {
+	learned := testLaw(t, ControllerAIMD, 600)
+	fill(learned, 0, 10*time.Second, 600)
+	learned.refused(10*time.Second, 10*time.Second, 3*time.Second)
+	if learned.window != 12*time.Second {
+		t.Fatalf("learned W = %v, want the span (10 s) and the Retry-After beyond a second (2 s)", learned.window)
+	}
+	learned.announce(time.Minute)
+	if learned.window != time.Minute {
+		t.Fatalf("W after a header's window = %v, want 1m", learned.window)
+	}
+	cfg := DefaultConfig()
+	cfg.Window = 30 * time.Second
+	fixed := newLaw(cfg, 600, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute)
+	fill(fixed, 0, 10*time.Second, 600)
+	fixed.refused(10*time.Second, 10*time.Second, 3*time.Second)
+	fixed.announce(time.Minute)
+	if fixed.window != 30*time.Second {
+		t.Fatalf("W with limiter.window 30s = %v, want it unchanged", fixed.window)
+	}
+	cfg.Window = MaxWindow + time.Second
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "window") {
+		t.Fatalf("window beyond %v: %v, want an error naming window", MaxWindow, err)
 	}
 }

@@ -74,6 +74,9 @@ func (c *Core) hint(t, sent time.Duration, units float64, o call.Outcome) {
 	if w == 0 {
 		w = qs.window
 	}
+	if c.law != nil && w >= time.Second {
+		c.law.announce(w)
+	}
 	// A limit beyond what this limiter may ever send (more than
 	// max_units_per_minute), or over a window under a second, is not a
 	// quota but an absurd or hostile header: ignored, like a malformed one.
