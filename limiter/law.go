@@ -21,6 +21,7 @@ const (
 	probeStep       = 0.02                   // a probe's step, a fraction of the ceil
 	sameBound       = 0.05                   // a cut within this fraction of the bound finds nothing new
 	pacerBurst      = 10 * time.Millisecond  // the pacer's bucket, as time at the rate
+	lawRetryAfter   = time.Second            // the pause for a refusal that names no wait
 	moreSpan        = 16 * time.Second       // the least span that can show more capacity
 	longestSpan     = 128 * time.Second      // the longest power-of-two span the estimate tries
 	binWidth        = 250 * time.Millisecond // the tally's resolution

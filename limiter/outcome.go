@@ -10,6 +10,9 @@ import (
 func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	c.waited = false
 	if c.law != nil && !c.following {
+		if retryAfter <= 0 {
+			retryAfter = lawRetryAfter // a 429 says slow down even without a wait
+		}
 		if c.law.refused(t, sent, retryAfter) {
 			c.takeLaw()
 		}
