@@ -104,6 +104,7 @@ type law struct {
 	from     time.Duration    // the start of the span the next refusal measures; -1: none
 	refs     [4]time.Duration // the sends of the last refusals, newest first; -1: none
 	lastSent time.Duration
+	noise    time.Duration // the last refusal at the bound that the API was seen to accept
 	window   time.Duration // W: the API's memory, learned at the first refusal after an idle start
 	wfrom    windowSource  // where W came from
 	fresh    bool          // no refusal since sending began after an idle time
@@ -111,7 +112,7 @@ type law struct {
 
 func newLaw(cfg Config, rate, lo, hi float64) *law {
 	l := &law{min: lo, max: hi, cubic: cfg.Controller == ControllerCUBIC, maxPause: cfg.MaxPause,
-		rate: rate, startup: true, hold: probeBase, from: -1, refs: noRefs,
+		rate: rate, startup: true, hold: probeBase, from: -1, refs: noRefs, noise: math.MinInt64 / 2,
 		window: cfg.Window, wfrom: fromRefusal}
 	if cfg.Window > 0 {
 		l.wfrom = fromConfig
@@ -212,9 +213,14 @@ func (l *law) refused(t, sent, ra time.Duration) bool {
 		c = a // refused above what the API accepted
 	case prev > lawMargin*l.bound*1.001:
 		c = math.Min(l.bound, prev) // refused while probing: back below the bound
-	case t-l.cut < max(probeBase, l.window):
-		return false // refused at the bound within a window of the cut: the window's echo; the pause is all
+	case t-l.cut < max(probeBase, l.window) || t-l.noise >= l.hold:
+		// Refused at the bound, with the API seen to accept the rate:
+		// a window's echo of an overshoot, or one burst or jitter in a
+		// probe interval. The pause is all.
+		l.noise = t
+		return false
 	}
+	l.noise = t
 	base := max(probeBase, l.window)
 	if l.bound > 0 && math.Abs(c-l.bound) <= sameBound*l.bound {
 		l.hold = min(max(2*l.hold, base), max(probeMaxFactor*probeBase, 4*base))
