@@ -19,7 +19,8 @@ const (
 	probeBase       = 4 * time.Second        // the least probe interval
 	probeMaxFactor  = 64                     // the probe interval grows to this many times its base
 	probeStep       = 0.02                   // a probe's step, a fraction of the ceil
-	sameBound       = 0.05                   // a cut within this fraction of the bound finds nothing new
+	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new,
+	sameDrop        = 0.25                   // nor one at most this fraction below it: noise, not a new capacity
 	pacerBurst      = 10 * time.Millisecond  // the pacer's bucket, as time at the rate
 	lawRetryAfter   = time.Second            // the pause for a refusal that names no wait
 	moreSpan        = 16 * time.Second       // the least span that can show more capacity
@@ -209,6 +210,10 @@ func (l *law) refused(t, sent, ra time.Duration) bool {
 		c, ceil = a, a // the API accepted less than half the rate: a measure
 	case l.startup:
 		c = prev / 2 // the rate before the last doubling
+	case a < 0.99*prev && prev > lawMargin*l.bound*1.001 && prev < lawMargin*l.ceil*0.995:
+		// Refused climbing back toward the ceil: the API took the bound,
+		// and a span's average over the climb understates it.
+		c = math.Max(a, l.bound)
 	case a < 0.99*prev:
 		c = a // refused above what the API accepted
 	case prev > lawMargin*l.bound*1.001:
@@ -222,7 +227,7 @@ func (l *law) refused(t, sent, ra time.Duration) bool {
 	}
 	l.noise = t
 	base := max(probeBase, l.window)
-	if l.bound > 0 && math.Abs(c-l.bound) <= sameBound*l.bound {
+	if l.bound > 0 && c <= (1+sameBound)*l.bound && c >= (1-sameDrop)*l.bound {
 		l.hold = min(max(2*l.hold, base), max(probeMaxFactor*probeBase, 4*base))
 	} else {
 		l.hold = base
