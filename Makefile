@@ -8,7 +8,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 PKGS     := ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test test-browser docs docs-slow docs-e2e check bench bench-control e2e e2e-strict e2e-zoo e2e-members e2e-fleet faults flood bench-flood fuzz release clean bin/faults
+.PHONY: all build test test-browser docs docs-slow docs-e2e docs-bench check bench bench-control e2e e2e-strict e2e-zoo e2e-members e2e-fleet faults flood bench-flood fuzz release clean bin/faults
 
 all: build
 
@@ -46,7 +46,7 @@ test-browser:
 # and the ramp with quota headers: about 7 minutes on 2 idle cores; the
 # demo and its demo.svg, a drain with real processes: a few minutes); then
 # the simulator page's picture in headless Chromium. The (e2e) regions are
-# docs-e2e's. `make test` fails when a deterministic region no longer
+# docs-e2e's, the (bench) ones docs-bench's. `make test` fails when a deterministic region no longer
 # matches, naming it: it runs the docs' tests once more without -race,
 # under which the simulator's runs are several times slower. It does not
 # run the (slow) regions, to stay fast: it checks that their commands
@@ -66,15 +66,15 @@ docs-slow:
 	SLUICE_DOCS=slow $(GO) test -count=1 -timeout 40m -run '^TestDocs$$' ./cmd/sluice/
 
 # The end-to-end figures of README.md and docs/ (regions marked (e2e)):
-# runs scripts/e2e-NAME.sh for each NAME of E2E (default strict zoo fleet:
-# about 2 + 16 + 7 minutes, one after the other; nginx-light and haproxy
+# runs scripts/e2e-NAME.sh for each NAME of E2E (default strict zoo members
+# fleet: about 2 + 16 + 9 + 7 minutes, one after the other; nginx-light and haproxy
 # installed when missing, ports chosen free), keeps what each prints in
 # bin/docs-e2e/e2e-NAME.out, then writes each (e2e) region from the kept
 # output of its script, a failing run's too: the docs show what it did.
 # `make docs-e2e E2E=strict` runs one; E2E= writes the regions from the
 # outputs already kept there. A region whose script has no kept output is
 # left as it is.
-E2E ?= strict zoo fleet
+E2E ?= strict zoo members fleet
 docs-e2e: build
 	@command -v nginx >/dev/null 2>&1 && command -v haproxy >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light haproxy; }
 	mkdir -p bin/docs-e2e
@@ -92,6 +92,15 @@ check:
 	$(GO) vet -tags browser ./browsertest/ ./cmd/sluice/
 	$(GO) tool staticcheck $(PKGS)
 	$(MAKE) test
+
+# The benchmark figures of docs/ (regions marked (bench)): each region's
+# scripts/bench-table.sh runs its benchmarks with -count (BenchmarkJob,
+# BenchmarkDrainRatio, BenchmarkReceiveAck and BenchmarkReceiveAckRatio:
+# a few minutes), one table at a time, and the region shows the medians and
+# ranges, the ratios to each baseline taken run by run, and the machine and
+# its load average. Run it on a quiet machine.
+docs-bench:
+	SLUICE_DOCS=bench $(GO) test -count=1 -timeout 30m -run '^TestDocs$$' ./cmd/sluice/
 
 # Benchmarks: each one runs beside its baseline in the same process, so read
 # them as ratios (benchstat-friendly output in bench.txt).
@@ -152,9 +161,10 @@ e2e-zoo:
 	@command -v nginx >/dev/null 2>&1 && command -v haproxy >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light haproxy; }
 	GO=$(GO) sh scripts/e2e-zoo.sh
 
-# The same with 3 workers in limiter.share.mode members, then with one of
-# them SIGKILLed mid-drain (docs/scaling.md). JOBS=9000 spans several
-# quota windows.
+# 3 workers in limiter.share.mode members, then with one of them SIGKILLed
+# mid-drain, for 3000 then 9000 jobs (JOBS="3000 9000"; 9000 span several
+# quota windows): about 9 minutes, a table of the runs, PASS or FAIL last
+# (docs/scaling.md, written from it by make docs-e2e).
 e2e-members:
 	GO=$(GO) sh scripts/e2e-members.sh
 

@@ -58,12 +58,15 @@ type helperSpec struct {
 	Mode       string        `json:"mode"` // members or leases
 	Partitions int           `json:"partitions"`
 	Budget     float64       `json:"budget"` // whole budget, units per minute
+	Writes     bool          `json:"writes"` // print an event for every heartbeat written
 }
 
 // event is one line a member process prints: its count or its leases
-// changed, at wall-clock time T (Unix ns; all processes share the clock).
+// changed, or (Write) it wrote its heartbeat, at wall-clock time T (Unix
+// ns; all processes share the clock).
 type event struct {
 	T     int64   `json:"t"`
+	Write bool    `json:"write,omitempty"`
 	N     int     `json:"n,omitempty"`
 	Held  []int   `json:"held"`
 	Share float64 `json:"share,omitempty"` // the limiter's share after the change
@@ -116,6 +119,11 @@ func TestHelperMember(t *testing.T) {
 	}
 	cfg := Config{Bucket: spec.Bucket, ID: spec.ID, TTL: spec.TTL, Partitions: spec.Partitions}
 	var opts []Option
+	if spec.Writes {
+		opts = append(opts, func(s *settings) {
+			s.onWrite = func(at time.Time) { emit(event{T: at.UnixNano(), Write: true}) }
+		})
+	}
 	if spec.Mode == "members" {
 		opts = append(opts, WithInstanceCount(func(n int) {
 			_ = lim.SetInstanceCount(n)
@@ -252,13 +260,30 @@ func (p *proc) waitFor(t *testing.T, from int, what string, ok func(event) bool)
 	}
 }
 
+// last returns p's last event other than a heartbeat written.
 func (p *proc) last() event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.events) == 0 {
-		return event{}
+	for i := len(p.events) - 1; i >= 0; i-- {
+		if !p.events[i].Write {
+			return p.events[i]
+		}
 	}
-	return p.events[len(p.events)-1]
+	return event{}
+}
+
+// writesBetween counts the heartbeats p wrote after wall-clock time after
+// (Unix ns) among its events before index before.
+func (p *proc) writesBetween(after int64, before int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, e := range p.events[:before] {
+		if e.Write && e.T > after {
+			n++
+		}
+	}
+	return n
 }
 
 func (p *proc) len() int {

@@ -348,6 +348,9 @@ func (m *Membership) write(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("cluster: heartbeat in bucket %q: %w", m.cfg.Bucket, err)
 	}
 	m.nextWrite = now.Add(m.cfg.Refresh)
+	if m.set.onWrite != nil {
+		m.set.onWrite(now)
+	}
 	return nil
 }
 

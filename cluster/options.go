@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"log/slog"
+	"time"
 )
 
 // Option configures a Membership or Leases.
@@ -12,8 +13,9 @@ type settings struct {
 	metrics *Metrics
 	onCount func(int)
 	onShare func(float64)
-	limiter Limiter     // WithLimiter
-	onHeld  func([]int) // tests: the partitions held, after every change
+	limiter Limiter         // WithLimiter
+	onHeld  func([]int)     // tests: the partitions held, after every change
+	onWrite func(time.Time) // tests: each heartbeat written, at its time
 }
 
 func newSettings(opts []Option) settings {

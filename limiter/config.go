@@ -29,22 +29,27 @@ type Config struct {
 	InitialUnitsPerMinute float64       `yaml:"initial_units_per_minute" doc:"The rate at start, in units per minute for the whole budget."`
 	MinUnitsPerMinute     float64       `yaml:"min_units_per_minute" doc:"The rate is never cut below this."`
 	MaxUnitsPerMinute     float64       `yaml:"max_units_per_minute" doc:"The rate is never raised above this."`
-	Burst                 time.Duration `yaml:"burst" doc:"Bucket size, as time at the current rate."`
+	Burst                 time.Duration `yaml:"burst" doc:"Bucket size, as time at the current rate; the adaptive law paces with at most 10 ms of it."`
 	QueueLimit            int           `yaml:"queue_limit" doc:"The most jobs that may wait for units; more are rejected (naked and retried)."`
 	MaxWait               time.Duration `yaml:"max_wait" doc:"A job that would wait longer is rejected (naked and retried)."`
-	DecreaseCooldown      time.Duration `yaml:"decrease_cooldown" doc:"Least time between two rate cuts."`
+	DecreaseCooldown      time.Duration `yaml:"decrease_cooldown" doc:"Classic rules and fleet: least time between two rate cuts."`
 	MaxPause              time.Duration `yaml:"max_pause" doc:"Cap on a pause for Retry-After; 0s disables pauses."`
-	Controller            string        `yaml:"controller" enum:"aimd,cubic" doc:"How the rate rises and falls: aimd (additive increase, multiplicative decrease) or cubic (docs/limiter.md)."`
+	Controller            string        `yaml:"controller" enum:"aimd,cubic" doc:"The shape of the adaptive law's probes above what the API accepted (aimd: linear, cubic: x³), or the classic controller (docs/limiter.md)."`
 	// InitialFill is the fraction of the bucket that is full at start, from
 	// 0 to 1; default 0: the first grants come at the initial rate, with no
 	// startup burst.
 	InitialFill float64 `yaml:"initial_fill" doc:"Fraction of the bucket full at start, 0 to 1: 0 sends the first units at the initial rate, with no startup burst."`
-	// SlowStart makes the rate grow multiplicatively before the first
-	// throttle, and fall back at it to the rate the API was seen to accept
-	// (docs/limiter.md, "Slow start"); default true.
-	SlowStart bool        `yaml:"slow_start" doc:"Before the first throttle, double the rate every 2 s while jobs wait; at the first throttle, fall back to what the API accepted (docs/limiter.md)."`
-	AIMD      AIMDConfig  `yaml:"aimd" doc:"The AIMD controller (controller aimd)."`
-	CUBIC     CUBICConfig `yaml:"cubic" doc:"The CUBIC controller (controller cubic)."`
+	// SlowStart selects the adaptive law (docs/limiter.md, "The adaptive
+	// law"): startup doubling, an estimate of what the API accepts at each
+	// throttle, probes above it; default true. False runs the classic
+	// AIMD or CUBIC rules.
+	SlowStart bool `yaml:"slow_start" doc:"true: the adaptive law (double while jobs wait until the first 429, then pace at what the API was seen to accept and probe above it); false: the classic AIMD/CUBIC rules (docs/limiter.md)."`
+	// Window is the API's quota window for the adaptive law's estimate;
+	// 0 (the default) learns it from the first throttle and the quota
+	// headers' resets.
+	Window time.Duration `yaml:"window" doc:"The API's quota window, for the adaptive law's estimate of what it accepts; 0s (default) learns it from the first 429 and the quota headers. At most 2m8s."`
+	AIMD   AIMDConfig    `yaml:"aimd" doc:"The AIMD controller (controller aimd)."`
+	CUBIC  CUBICConfig   `yaml:"cubic" doc:"The CUBIC controller (controller cubic)."`
 
 	// Instances is the number of processes that share the budget; each
 	// takes 1/Instances of it. Default 1.
@@ -53,15 +58,15 @@ type Config struct {
 
 // AIMDConfig tunes the additive-increase, multiplicative-decrease controller.
 type AIMDConfig struct {
-	DecreaseFactor   float64       `yaml:"decrease_factor" doc:"Rate multiplier on a cut."`
-	IncreaseStep     float64       `yaml:"increase_step" doc:"Units per minute added per raise (whole budget)."`
-	IncreaseInterval time.Duration `yaml:"increase_interval" doc:"Least time between two raises."`
+	DecreaseFactor   float64       `yaml:"decrease_factor" doc:"Classic rules and fleet: rate multiplier on a cut."`
+	IncreaseStep     float64       `yaml:"increase_step" doc:"Classic rules and fleet: units per minute added per raise (whole budget)."`
+	IncreaseInterval time.Duration `yaml:"increase_interval" doc:"Classic rules and fleet: least time between two raises."`
 }
 
 // CUBICConfig tunes the CUBIC controller (RFC 8312 window curve).
 type CUBICConfig struct {
-	Beta          float64 `yaml:"beta" doc:"Rate multiplier on a cut."`
-	ScaleConstant float64 `yaml:"scale_constant" doc:"C, in units per minute per second cubed (whole budget): how fast the curve climbs back to the rate of the last cut."`
+	Beta          float64 `yaml:"beta" doc:"Classic rules and fleet: rate multiplier on a cut."`
+	ScaleConstant float64 `yaml:"scale_constant" doc:"Classic rules and fleet: C, in units per minute per second cubed (whole budget): how fast the curve climbs back to the rate of the last cut."`
 }
 
 // DefaultCUBICScaleConstant is CUBIC's default C in units/min per s³ for the
@@ -69,10 +74,11 @@ type CUBICConfig struct {
 // brings the curve back to w_max in about one 60 s quota window.
 const DefaultCUBICScaleConstant = 0.003
 
-// Upper bounds of the counts in Config.
+// Upper bounds in Config.
 const (
 	MaxQueueLimit = 1_000_000
 	MaxInstances  = 10_000
+	MaxWindow     = binCount * binWidth / 2 // half the adaptive law's record
 )
 
 // DefaultConfig returns the documented defaults.
@@ -163,6 +169,9 @@ func (c Config) Validate() error {
 	}
 	if c.Instances < 1 || c.Instances > MaxInstances {
 		bad("instances", c.Instances, fmt.Sprintf("from 1 to %d", MaxInstances))
+	}
+	if c.Window < 0 || c.Window > MaxWindow {
+		bad("window", c.Window, fmt.Sprintf("from 0s to %v (the adaptive law's record; a longer quota is for quota headers)", MaxWindow))
 	}
 	if !(c.InitialFill >= 0 && c.InitialFill <= 1) {
 		bad("initial_fill", c.InitialFill, "between 0 and 1")

@@ -204,18 +204,22 @@ func (r *Rules) Raise(a *Adapt, now time.Time, waited bool) bool {
 	return true
 }
 
+// factor returns what a rate of part p becomes in part to: old Instances /
+// new Instances when both are counts, else new Share / old Share.
+func (p Part) factor(to Part) float64 {
+	if to.Instances > 0 && p.Instances > 0 {
+		return float64(p.Instances) / float64(to.Instances)
+	}
+	return to.Share / p.Share
+}
+
 // SetPart makes the Rules apply to part p and rescales a to it: the rate
 // becomes rate·f within the new bounds and CUBIC's w_max becomes w_max·f
 // (K does not change, since w_max and C scale alike), where f is old
 // Instances / new Instances when both are counts, else new Share / old
 // Share.
 func (r *Rules) SetPart(a *Adapt, p Part) {
-	var f float64
-	if p.Instances > 0 && r.part.Instances > 0 {
-		f = float64(r.part.Instances) / float64(p.Instances)
-	} else {
-		f = p.Share / r.part.Share
-	}
+	f := r.part.factor(p)
 	r.part = p
 	r.bounds()
 	a.WMax *= f

@@ -119,23 +119,16 @@ type Core struct {
 
 	quota quotaState // the quota hints (quota.go)
 	acc   acceptLog  // accepted units during slow start (slowstart.go)
-	ended slowEnd    // the throttle that ended slow start (slowstart.go)
 	up    raiseLog   // the last raise of slow start (slowstart.go)
-	// mq is the quota the last cut measured (plateau.go), of this part, in
-	// units per minute; 0 when it measured none.
-	mq float64
-	// rlog is the rate history and brk the bracket of the last cut
-	// (bracket.go).
-	rlog rateLog
-	brk  bracketState
 
 	restart restartState // the restart after a pause (restart.go)
-	echo    echoState    // the echo cap during the hold (echo.go)
 
 	// A Retry-After beyond max_pause pauses again only from overcapNext
 	// on, once one has (overcapSeen); see pauseEnd.
 	overcapSeen bool
 	overcapNext time.Duration
+
+	law *law // the adaptive law (law.go); nil for the classic rules
 }
 
 type waiter struct {
@@ -158,13 +151,18 @@ func NewCore(cfg Config, start time.Time) (*Core, error) {
 	c := &Core{cfg: cfg, start: start, measure: cfg.Controller == ControllerCUBIC}
 	c.rules = NewRules(cfg, Part{Share: 1 / float64(cfg.Instances), Instances: cfg.Instances})
 	c.adapt = c.rules.Start(start)
-	c.rlog.cur, c.brk.thrAt, c.brk.busy = c.adapt.Rate, -1, math.MaxInt64
+	if cfg.SlowStart && !cfg.Disabled {
+		c.law = newLaw(cfg, c.adapt.Rate, c.rules.Min(), c.rules.Max())
+	}
 	c.setRate(c.adapt.Rate)
 	c.tokens = c.cap * cfg.InitialFill
 	return c, nil
 }
 
 func (c *Core) capacity(rate float64) float64 {
+	if c.law != nil {
+		return math.Max(1, rate/60*min(c.cfg.Burst, pacerBurst).Seconds())
+	}
 	return math.Max(1, rate/60*c.cfg.Burst.Seconds())
 }
 
@@ -223,17 +221,13 @@ func (c *Core) acquire(t time.Duration, units float64) (uint64, Status) {
 	if !(units > 0) || c.cfg.Disabled {
 		return c.nextID, Granted
 	}
-	if (calm || c.qh == len(c.q) && !c.paused && !c.budgetShort(units) && !c.restartHolds(t, units) && !c.echoHolds(t, units)) &&
+	if (calm || c.qh == len(c.q) && !c.paused && !c.budgetShort(units) && !c.restartHolds(t, units)) &&
 		(c.tokens >= c.grantLevel(units)-unitEps || (units > c.cap && c.tokens >= c.cap-unitEps)) {
 		c.take(t, units)
-		c.brk.emptied = t
 		return c.nextID, Granted
 	}
 	if len(c.q)-c.qh >= c.cfg.QueueLimit {
 		return c.nextID, Rejected
-	}
-	if c.qh == len(c.q) {
-		c.brk.busy = t
 	}
 	c.q = append(c.q, waiter{id: c.nextID, units: units, queuedAt: t})
 	c.waited, c.queuedOnce, c.lastQueued = true, true, t
@@ -243,12 +237,12 @@ func (c *Core) acquire(t time.Duration, units float64) (uint64, Status) {
 // calm reports whether none of the states that hold requests back or
 // bound the bucket's filling, other than the bucket itself, is on at the
 // latest time seen: no request waits, no pause, no restart after one, no
-// echo, no running quota budget. Then bringing the Core up to a later
+// running quota budget. Then bringing the Core up to a later
 // time only fills the bucket (accrueCalm), and a request is granted as
 // soon as the bucket holds it. A state that holds requests back or bounds
 // the bucket must be tested here too.
 func (c *Core) calm() bool {
-	return c.qh == len(c.q) && !c.paused && !c.restart.on && !c.echo.on && c.quota.until <= c.last
+	return c.qh == len(c.q) && !c.paused && !c.restart.on && c.quota.until <= c.last
 }
 
 // accrueCalm is advance(t) for a calm Core.
@@ -273,8 +267,10 @@ func (c *Core) fill(t time.Duration, lim float64) {
 // instant.
 func (c *Core) take(t time.Duration, u float64) {
 	c.restartGrant(t, u)
-	c.echoGrant(t, u)
 	u = min(u, c.costBound)
+	if c.law != nil {
+		c.law.sent(t, u, c.tokens >= c.cap-unitEps && c.qh == len(c.q))
+	}
 	c.tokens -= u
 	if c.measure {
 		c.recordGrant(t, u)
@@ -300,9 +296,6 @@ func (c *Core) Cancel(now time.Time, id uint64) (Decision, bool) {
 	copy(c.q[i:], c.q[i+1:])
 	c.q = c.q[:len(c.q)-1]
 	c.compactQueue()
-	if c.qh == len(c.q) {
-		c.brk.emptied = t
-	}
 	c.advance(t)
 	return Decision{ID: id, Units: w.units, Status: Rejected, At: c.at(t), Reason: ReasonCanceled}, true
 }
@@ -344,6 +337,9 @@ func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
 		return
 	}
 	c.restartAnswer(t, sentAt.Sub(c.start), units, o.Kind == call.Success || o.Kind == call.ClientError, o.Kind == call.Throttle)
+	if units > 0 && c.law != nil && (o.Kind == call.Success || o.Kind == call.ClientError) {
+		c.law.accepted(sentAt.Sub(c.start), units)
+	}
 	if units > 0 {
 		switch o.Kind {
 		case call.Throttle:
@@ -361,7 +357,6 @@ func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
 // setRate changes the rate; the bucket keeps its tokens up to the new
 // capacity.
 func (c *Core) setRate(r float64) {
-	c.rlog.set(c.last, r)
 	c.adapt.Rate = r
 	c.perNs = r / 60e9
 	c.cap = c.capacity(r)
@@ -394,9 +389,13 @@ func (c *Core) SetShare(now time.Time, share float64) error {
 
 func (c *Core) rescale(t time.Duration, share float64, n int) {
 	c.advance(t)
-	c.rules.SetPart(&c.adapt, Part{Share: share, Instances: n})
+	from, to := c.rules.Part(), Part{Share: share, Instances: n}
+	c.rules.SetPart(&c.adapt, to)
 	if c.following {
 		c.adapt = c.rules.Scale(c.fleet)
+	} else if c.law != nil {
+		c.law.rescale(from.factor(to), c.rules.Min(), c.rules.Max())
+		c.adapt.Rate = c.law.rate
 	}
 	c.setRate(c.adapt.Rate)
 	c.advance(t)
@@ -470,9 +469,6 @@ func (c *Core) grantDue(u float64) time.Duration {
 	if c.restartHolds(c.last, u) {
 		d = max(d, c.restart.until)
 	}
-	if c.echoHolds(c.last, u) {
-		d = max(d, c.echoNext(c.last, u))
-	}
 	return d
 }
 
@@ -530,9 +526,6 @@ func (c *Core) accrue(t time.Duration) {
 	if t <= c.last {
 		return
 	}
-	if end, ok := c.echoUntil(); ok && end > c.last && end < t {
-		c.accrue(end) // the echo's ceiling holds until its end
-	}
 	if c.quota.until > c.last {
 		c.accrueBudget(t)
 	} else {
@@ -541,9 +534,6 @@ func (c *Core) accrue(t time.Duration) {
 		}
 		c.last = t
 	}
-	if lim, ok := c.echoCeiling(); ok && c.tokens > lim {
-		c.tokens = lim
-	}
 }
 
 // pop removes the head of the queue at t.
@@ -551,9 +541,6 @@ func (c *Core) pop(t time.Duration) {
 	c.q[c.qh] = waiter{}
 	c.qh++
 	c.compactQueue()
-	if c.qh == len(c.q) {
-		c.brk.emptied = t
-	}
 }
 
 func (c *Core) compactQueue() { c.q, c.qh = compact(c.q, c.qh) }

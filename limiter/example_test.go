@@ -13,8 +13,11 @@ import (
 
 // The Limiter on the real clock: wait for units, call, report the outcome.
 func ExampleLimiter() {
-	// 600 units/min and a 10 s burst (100 units), starting empty
-	// (initial_fill 0): the first units come at the initial rate.
+	// The defaults: 600 units/min, paced (the adaptive law's bucket holds
+	// 10 ms at the rate, at least one unit), starting empty (initial_fill
+	// 0): the first units come at the initial rate. The first 429, with
+	// nothing yet measured, halves the rate of startup's last doubling
+	// and paces at 0.98 of that.
 	cfg := limiter.DefaultConfig()
 	l, err := limiter.New(cfg)
 	if err != nil {
@@ -34,14 +37,17 @@ func ExampleLimiter() {
 	st := l.Stats()
 	fmt.Printf("rate %.0f units/min, bucket capacity %.0f\n", st.Rate, st.Capacity)
 	// Output:
-	// rate 420 units/min, bucket capacity 70
+	// rate 294 units/min, bucket capacity 1
 }
 
 // The deterministic Core in virtual time: the instants are arguments.
 func ExampleCore() {
 	start := time.Unix(0, 0)
 	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	// The classic rules (docs/limiter.md): a bucket of burst's time at
+	// the rate, cut by 30% on a 429.
 	cfg := limiter.DefaultConfig()
+	cfg.SlowStart = false
 	cfg.Burst = time.Second // capacity 10 units at 600 units/min (10 per second)
 	cfg.InitialFill = 1     // full at start
 	c, err := limiter.NewCore(cfg, start)
@@ -71,7 +77,7 @@ func ExampleCore() {
 
 // Replay a trace in virtual time, as `sluice limiter replay` does. The
 // command's Decode reads the options with the config file's names; this
-// one sets a burst of one second and a full bucket.
+// one sets the classic rules, a burst of one second and a full bucket.
 func ExampleReplayer() {
 	trace := `{"options": {"burst": "1s", "initial_fill": 1}}
 {"at": 0, "op": "acquire", "id": "a", "units": 10}
@@ -80,7 +86,7 @@ func ExampleReplayer() {
 `
 	r := limiter.Replayer{Decode: func([]byte) (limiter.Config, error) {
 		cfg := limiter.DefaultConfig()
-		cfg.Burst, cfg.InitialFill = time.Second, 1
+		cfg.Burst, cfg.InitialFill, cfg.SlowStart = time.Second, 1, false
 		return cfg, cfg.Validate()
 	}}
 	if err := r.Run(strings.NewReader(trace), os.Stdout); err != nil {

@@ -42,7 +42,11 @@ func (c *Core) Follow(now time.Time, fleet Adapt, pausedUntil time.Time) {
 // fleet state it followed last and never above that fleet rate times its
 // share (the ceiling stays). A Core that does not follow is unchanged.
 func (c *Core) Lead(now time.Time) {
-	c.advance(c.offset(now))
+	t := c.offset(now)
+	c.advance(t)
+	if c.following && c.law != nil {
+		c.law.lead(t, c.adapt.Rate, c.rules.Min(), c.rules.Max())
+	}
 	c.following = false
 }
 

@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"math"
 	"time"
 )
 
@@ -10,25 +9,34 @@ import (
 
 func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	c.waited = false
-	c.echoThrottle(t, sent)
+	if c.law != nil && !c.following {
+		if retryAfter <= 0 {
+			retryAfter = lawRetryAfter // a 429 says slow down even without a wait
+		}
+		if c.law.refused(t, sent, retryAfter) {
+			c.takeLaw()
+		}
+		if until, ok := c.pauseEnd(t, c.restartBackoff(sent, retryAfter)); ok {
+			c.pause(until)
+			c.fleetPause = false
+		}
+		return
+	}
 	if c.following {
 		c.adapt.IncClock = c.at(t)
-	} else {
-		before := c.adapt
-		a, hold := c.endSlowStart(t, sent, retryAfter)
-		if c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), a, hold) {
-			if c.cfg.SlowStart {
-				c.mq = c.rules.MeasureCut(&c.adapt, before, c.at(t), c.acc.sum(t, acceptWindow))
-				c.bracketCut(t, sent, before)
-			}
-			c.setRate(c.adapt.Rate)
-		}
-		c.brk.thrAt = t
+	} else if c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), 0, 0) {
+		c.setRate(c.adapt.Rate)
 	}
 	if until, ok := c.pauseEnd(t, c.restartBackoff(sent, retryAfter)); ok {
 		c.pause(until)
 		c.fleetPause = false
 	}
+}
+
+// takeLaw makes the law's rate the Core's.
+func (c *Core) takeLaw() {
+	c.adapt.SlowStart = c.law.startup
+	c.setRate(c.law.rate)
 }
 
 // pause pauses until the offset until, extending a pause already running.
@@ -46,20 +54,15 @@ func (c *Core) success(t time.Duration, units float64) {
 	if c.paused || c.following || !c.waited { // a raise needs a request that waited
 		return
 	}
-	now, next := c.at(t), c.adapt
-	c.rules.PlateauStart(&next, now, math.Max(c.mq, c.brk.bound), 0)
-	if !c.rules.Raise(&next, now, c.waited) {
+	if c.law != nil {
+		if c.law.raise(t) {
+			c.takeLaw()
+			c.waited = false
+		}
 		return
 	}
-	if bound, ok := c.plateauBound(now); ok && next.Rate > bound {
-		if bound <= c.adapt.Rate {
-			return
-		}
-		next.Rate = bound
+	if c.rules.Raise(&c.adapt, c.at(t), c.waited) {
+		c.setRate(c.adapt.Rate)
+		c.waited = false
 	}
-	from := c.adapt.Rate
-	c.adapt = next
-	c.noteRaise(t, from)
-	c.setRate(c.adapt.Rate)
-	c.waited = false
 }

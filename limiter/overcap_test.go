@@ -51,34 +51,6 @@ func TestOvercapRetryAfterPausesOncePerWindow(t *testing.T) {
 	}
 }
 
-// Slow start's fallback spreads what the API accepted over the pause it
-// takes, not over a Retry-After of a day: the rate does not fall to the
-// minimum, and cuts are held back for w + max_pause, not a day (#15).
-func TestFallbackCapsRetryAfter(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.InitialUnitsPerMinute, cfg.MaxUnitsPerMinute = 6000, 6000
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c, err := NewCore(cfg, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 20 s of successes, 50 units a second: 3000 units/min accepted.
-	for ms := 0; ms < 20_000; ms += 20 {
-		now := t0.Add(time.Duration(ms) * time.Millisecond)
-		c.Observe(now, now.Add(-5*time.Millisecond), 1, call.Outcome{Kind: call.Success, Status: 200})
-	}
-	at := t0.Add(20*time.Second + 500*time.Millisecond)
-	c.Observe(at, at.Add(-5*time.Millisecond), 1, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: 24 * time.Hour})
-	// w = 21 s, the wait max_pause = 30 s: A = 1000 units × 60 / 51 s.
-	want := 1000.0 * 60 / 51
-	if r := c.Rate(); r < want*0.99 || r > want*1.01 {
-		t.Errorf("rate after the throttle %.1f, want %.1f (A over w + max_pause)", r, want)
-	}
-	if hold := c.Adapt().HoldUntil.Sub(at); hold != 51*time.Second {
-		t.Errorf("hold %v, want 51s (w + max_pause)", hold)
-	}
-}
-
 // A quota hint whose limit is beyond max_units_per_minute, or over a
 // window under a second, sets no ceiling and raises nothing; a throttle
 // that contradicted the hints holds their raise back a minute even when

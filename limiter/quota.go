@@ -74,6 +74,9 @@ func (c *Core) hint(t, sent time.Duration, units float64, o call.Outcome) {
 	if w == 0 {
 		w = qs.window
 	}
+	if c.law != nil && w >= time.Second {
+		c.law.announce(w)
+	}
 	// A limit beyond what this limiter may ever send (more than
 	// max_units_per_minute), or over a window under a second, is not a
 	// quota but an absurd or hostile header: ignored, like a malformed one.
@@ -83,7 +86,13 @@ func (c *Core) hint(t, sent time.Duration, units float64, o call.Outcome) {
 		a, p := &c.adapt, c.rules.Max()
 		raise := !c.following && (!a.Throttled || c.at(t).Sub(a.LastCut) >= c.cfg.DecreaseCooldown) &&
 			(!qs.doubt || t-qs.doubted >= max(w, quotaDoubt))
-		if a.Rate > p || (a.Rate < p && raise) {
+		if c.law != nil && !c.following {
+			c.law.limits(c.rules.Min(), p)
+			if raise {
+				c.law.quota(t, p)
+			}
+			c.takeLaw()
+		} else if a.Rate > p || (a.Rate < p && raise) {
 			a.IncClock = c.at(t)
 			c.setRate(p)
 			c.waited = false

@@ -2,7 +2,8 @@
 # End-to-end run of limiter.share.mode "members": `sluice testserver` (the
 # model API, hidden quota QUOTA units per minute) and 3 `sluice run`
 # processes on one embedded JetStream server, each finding its share from
-# the live heartbeats, drain JOBS jobs of mixed cost (1 or 4 units).
+# the live heartbeats, drain a backlog of mixed cost (1 or 4 units), once
+# for each size in JOBS:
 #
 #   run 1: all three drain the queue;
 #          pass: every job accepted once or more, throttled <= 2% of the
@@ -12,19 +13,20 @@
 #          dead-lettered, throttled <= 2%, and the two others drain the
 #          rest, each at half the budget (`sluice status` lists 2 members).
 #
-# With the default 3000 jobs the total is less than one window's quota, so
-# the ratio can be below 1 (the window starts empty); JOBS=9000 spans
-# several windows.
+# 3000 jobs are less than one window's quota, so that ratio can be below 1
+# (the window starts empty); 9000 span several windows.
 #
-# Environment: GO (go), JOBS (3000), QUOTA (6000), KEEP (1: keep the
-# temporary directory). The last line is "e2e-members: PASS ..." or FAIL.
+# Then a markdown table of every run (docs/scaling.md, written from it by
+# make docs-e2e), and the last line, "e2e-members: PASS ..." or FAIL.
+# Environment: GO (go), JOBS (backlog sizes, "3000 9000"), QUOTA (6000),
+# KEEP (1: keep the temporary directory).
 set -eu
 # sluice reads these as overrides of its config file; the runs here are
 # configured by their files and flags alone.
 unset NATS_URL SLUICE_CONFIG GOOGLE_CLOUD_PROJECT OTEL_EXPORTER_OTLP_ENDPOINT
 
 GO=${GO:-go}
-JOBS=${JOBS:-3000}
+JOBS=${JOBS:-3000 9000}
 QUOTA=${QUOTA:-6000}
 
 tmp=$(mktemp -d)
@@ -39,20 +41,29 @@ trap cleanup EXIT INT TERM
 "$GO" build -o "$tmp/sluice" ./cmd/sluice
 bin="$tmp/sluice"
 
-# jobs: one in four costs 4 units, the rest 1.
-awk -v n="$JOBS" 'BEGIN {
-	for (i = 1; i <= n; i++) {
-		t = (i % 4 == 0) ? "large" : "small"; c = (t == "large") ? 4 : 1
-		printf "{\"id\":\"job-%05d\",\"type\":\"%s\",\"headers\":{\"X-Cost\":\"%d\",\"Sluice-Job-Id\":\"job-%05d\"},\"body\":{\"n\":%d}}\n", i, t, c, i, i
-	}
-}' >"$tmp/jobs.jsonl"
-units=$(awk -v n="$JOBS" 'BEGIN { u = 0; for (i = 1; i <= n; i++) u += (i % 4 == 0) ? 4 : 1; print u }')
+# jobs N: N jobs, one in four costs 4 units, the rest 1; units N: their sum.
+jobs() {
+	awk -v n="$1" 'BEGIN {
+		for (i = 1; i <= n; i++) {
+			t = (i % 4 == 0) ? "large" : "small"; c = (t == "large") ? 4 : 1
+			printf "{\"id\":\"job-%05d\",\"type\":\"%s\",\"headers\":{\"X-Cost\":\"%d\",\"Sluice-Job-Id\":\"job-%05d\"},\"body\":{\"n\":%d}}\n", i, t, c, i, i
+		}
+	}'
+}
+units() { awk -v n="$1" 'BEGIN { u = 0; for (i = 1; i <= n; i++) u += (i % 4 == 0) ? 4 : 1; print u }'; }
 
-# run NAME KILL: one drain; KILL=1 SIGKILLs worker 3 mid-drain.
+# run NAME KILL N: one drain of N jobs; KILL=1 SIGKILLs worker 3 mid-drain.
+# It adds a row to the table and sets fail=1 when a check fails.
+rows=""
+fail=0
+summary=""
 run() {
 	name=$1
 	kill_one=$2
-	dir="$tmp/$name"
+	n=$3
+	units=$(units "$n")
+	jobs "$n" >"$tmp/jobs.jsonl"
+	dir="$tmp/$name-$n"
 	mkdir -p "$dir"
 	"$bin" testserver --quota "$QUOTA" --window 1m --listen 127.0.0.1:0 --log "$dir/accepted.log" \
 		>"$dir/testserver.json" 2>"$dir/testserver.err" &
@@ -109,15 +120,17 @@ EOF
 	w3=$!
 	pids="$pids $w2 $w3"
 	killed=""
+	killed_at=""
 	while :; do
 		sleep 1
 		st=$("$bin" status -c "$dir/sluice.yaml" --json)
 		pending=$(echo "$st" | sed 's/.*"pending":\([0-9]*\).*/\1/')
 		inflight=$(echo "$st" | sed 's/.*"ack_pending":\([0-9]*\).*/\1/')
-		if [ "$kill_one" = 1 ] && [ -z "$killed" ] && [ "$pending" -lt $((JOBS / 2)) ]; then
+		if [ "$kill_one" = 1 ] && [ -z "$killed" ] && [ "$pending" -lt $((n / 2)) ]; then
 			kill -KILL "$w3"
 			wait "$w3" 2>/dev/null || true
 			killed="worker 3 killed with $pending pending, $inflight in flight"
+			killed_at=$pending
 			echo "$name: $killed"
 		fi
 		[ "$pending" -eq 0 ] && [ "$inflight" -eq 0 ] && break
@@ -142,10 +155,11 @@ EOF
 	ratio=$(awk -v s="$start" -v e="$end" -v u="$units" -v q="$QUOTA" 'BEGIN { printf "%.3f", (e - s) / (u / q * 60) }')
 	share=$(awk -v a="$accepted" -v t="$throttled" 'BEGIN { printf "%.4f", ((a + t) > 0 ? t / (a + t) : 0) }')
 	drain=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
-	echo "$name: $JOBS jobs ($units units) drained in ${drain}s, ideal $(awk -v u="$units" -v q="$QUOTA" 'BEGIN { printf "%.1f", u / q * 60 }')s, ratio $ratio; requests accepted $accepted, throttled $throttled ($share); distinct jobs accepted $distinct; dead letters $dead"
+	ideal=$(awk -v u="$units" -v q="$QUOTA" 'BEGIN { printf "%.1f", u / q * 60 }')
+	echo "$name: $n jobs ($units units) drained in ${drain}s, ideal ${ideal}s, ratio $ratio; requests accepted $accepted, throttled $throttled ($share); distinct jobs accepted $distinct; dead letters $dead"
 	cat "$dir/status.txt"
 	ok=1
-	[ "$distinct" -eq "$JOBS" ] || { echo "$name: FAIL: $distinct of $JOBS jobs reached the API"; ok=0; }
+	[ "$distinct" -eq "$n" ] || { echo "$name: FAIL: $distinct of $n jobs reached the API"; ok=0; }
 	[ "$dead" = 0 ] || [ "$dead" = null ] || { echo "$name: FAIL: $dead dead letters"; ok=0; }
 	awk -v s="$share" 'BEGIN { exit !(s <= 0.02) }' || { echo "$name: FAIL: throttled $share > 2%"; ok=0; }
 	if [ "$kill_one" = 1 ]; then
@@ -156,13 +170,29 @@ EOF
 	if [ "$kill_one" = 0 ]; then
 		awk -v r="$ratio" 'BEGIN { exit !(r <= 1.3) }' || { echo "$name: FAIL: drain ratio $ratio > 1.3"; ok=0; }
 	fi
-	[ $ok = 1 ]
-	last_ratio=$ratio
-	last_share=$share
+	what="3 workers"
+	[ "$kill_one" = 0 ] || what="1 of 3 killed at $killed_at pending"
+	[ "$kill_one" = 0 ] || [ -n "$killed_at" ] || what="1 of 3 to be killed, drained first"
+	requests=$((accepted + throttled))
+	pct=$(awk -v s="$share" 'BEGIN { printf "%.2f", s * 100 }')
+	rows="$rows| $n ($units) | $what | $drain s | $ideal s | $ratio | $throttled of $requests ($pct %) | $distinct |
+"
+	[ $ok = 1 ] || fail=1
+	summary="$summary; $n jobs, $name: ratio $ratio, throttled $share"
 }
 
-run drain 0
-r1=$last_ratio
-s1=$last_share
-run kill 1
-echo "e2e-members: PASS drain ratio $r1, throttled $s1; with a worker killed: ratio $last_ratio, throttled $last_share, no job lost"
+for n in $JOBS; do
+	run drain 0 "$n"
+	run kill 1 "$n"
+done
+echo
+echo "| jobs (units) | run | drain | ideal | ratio | throttled | jobs that reached the API |"
+echo "|---|---|---:|---:|---:|---:|---:|"
+printf '%s' "$rows"
+echo
+if [ $fail = 0 ]; then
+	echo "e2e-members: PASS${summary#;}, no job lost"
+else
+	echo "e2e-members: FAIL${summary#;}"
+	exit 1
+fi

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -160,11 +161,12 @@ func TestInstanceJoinAndLeave(t *testing.T) {
 	before, after := s.Rates[59], s.Rates[60]
 	// A join rescales each rate by 2/3 and the new instance starts at
 	// initial/3; a leave of two rescales the one left by 3.
-	if len(after) != 3 || after[0] != before[0]*2/3 || after[1] != before[1]*2/3 || after[2] != 500 {
+	same := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Abs(b) }
+	if len(after) != 3 || !same(after[0], before[0]*2/3) || !same(after[1], before[1]*2/3) || after[2] != 500 {
 		t.Errorf("rates %v -> %v at the join", before, after)
 	}
 	before, after = s.Rates[119], s.Rates[120]
-	if after[0] != before[0]*3 || !isNaN(after[1]) || !isNaN(after[2]) {
+	if !same(after[0], before[0]*3) || !isNaN(after[1]) || !isNaN(after[2]) {
 		t.Errorf("rates %v -> %v at the leave", before, after)
 	}
 	// With no demand from 3:00, fewer calls are made than with it.

@@ -267,7 +267,8 @@ func (z ZooConfig) Config(api API, s ZooSetting, q float64, mode Mode, seed uint
 // down to the first rate with at most OracleThrottles throttles, then by
 // bisection between it and the next rate tried above it. It keeps the
 // highest utilization_steady among the rates with at most OracleThrottles
-// throttles.
+// throttles, then climbs one step at a time while the next is feasible
+// and better.
 func FindOracle(c Config) (Oracle, error) {
 	perMin := c.Quota * float64(time.Minute) / float64(c.Window)
 	n := int(math.Round((OracleMax - OracleMin) / OracleStep))
@@ -335,6 +336,18 @@ func FindOracle(c Config) (Oracle, error) {
 		if best < 0 || p.util > seen[best].util || p.util == seen[best].util && i > best {
 			best = i
 		}
+	}
+	// The throttles need not grow with the rate step by step: climb from
+	// the best while the next step up is feasible and better.
+	for best >= 0 && best < n {
+		ok, err := feasible(best + 1)
+		if err != nil {
+			return o, err
+		}
+		if !ok || seen[best+1].util <= seen[best].util {
+			break
+		}
+		best++
 	}
 	if best >= 0 {
 		o.Found, o.Fraction = true, frac(best)

@@ -24,8 +24,9 @@ import (
 // regions; "update" writes them again; "all" writes every region but the
 // e2e ones, the slow and wall-clock ones too (the zoo, a demo and a drain
 // with real processes: many minutes); "slow" checks the slow ones only;
-// "e2e" writes the e2e regions from the outputs kept in envDocsE2E. `make
-// docs` sets "all", `make docs-e2e` "e2e".
+// "e2e" writes the e2e regions from the outputs kept in envDocsE2E; "bench"
+// runs the benchmarks of the bench regions and writes them. `make docs`
+// sets "all", `make docs-e2e` "e2e", `make docs-bench` "bench".
 const envDocs = "SLUICE_DOCS"
 
 // envDocsE2E names the directory where `make docs-e2e` keeps what each
@@ -120,9 +121,9 @@ const (
 // docsPlan decides a region's action in a mode.
 func docsPlan(r docs.Region, mode string) docsAction {
 	switch {
-	case mode == "e2e" && r.E2E:
+	case mode == "e2e" && r.E2E, mode == "bench" && r.Bench:
 		return docsWrite
-	case mode == "e2e" || r.E2E:
+	case mode == "e2e" || mode == "bench" || r.E2E || r.Bench:
 		return docsParse
 	case mode == "slow" && r.Slow:
 		return docsCheck
@@ -140,14 +141,14 @@ func docsPlan(r docs.Region, mode string) docsAction {
 
 // TestDocs: every generated region of README.md and docs/*.md (package
 // internal/app/docs) holds what its command prints now. A deterministic
-// region is run again and compared; a slow, wall-clock or e2e one is
+// region is run again and compared; a slow, wall-clock, e2e or bench one is
 // checked to name commands the CLI accepts (see envDocs for the modes that
 // run them). A failure names the region, the first line that differs, and
 // `make docs`, which writes them again.
 func TestDocs(t *testing.T) {
 	mode := os.Getenv(envDocs)
-	if !slices.Contains([]string{"", "update", "all", "slow", "e2e"}, mode) {
-		t.Fatalf("%s=%q: want update, all, slow or e2e", envDocs, mode)
+	if !slices.Contains([]string{"", "update", "all", "slow", "e2e", "bench"}, mode) {
+		t.Fatalf("%s=%q: want update, all, slow, e2e or bench", envDocs, mode)
 	}
 	if raceEnabled && (mode == "" || mode == "slow") {
 		// The regions run the simulator, several times slower under the
@@ -180,8 +181,10 @@ func TestDocs(t *testing.T) {
 	}
 	runs := memo{dir: t.TempDir()}
 	for file, rs := range regions {
+		// A region that failed keeps its old text; the others are
+		// written, so that one flaky run does not cost a whole make docs.
 		bodies, changed := docsFile(t, rs, mode, kept, &runs)
-		if !changed || t.Failed() {
+		if !changed {
 			continue
 		}
 		if err := os.WriteFile(file, docs.Splice(texts[file], rs, bodies), 0o644); err != nil {
@@ -220,13 +223,15 @@ func docsFile(t *testing.T, rs []docs.Region, mode, kept string, runs *memo) ([]
 					t.Error(err)
 				}
 			default:
-				if bodies[i], err = docs.Body(r, out); err != nil {
+				if body, err := docs.Body(r, out); err != nil {
 					t.Error(err)
+				} else {
+					bodies[i] = body
 				}
 			}
 		}
 		switch {
-		case r.WallClock:
+		case r.WallClock || r.Bench: // timings: one at a time
 			last = append(last, do)
 		case r.Slow:
 			later = append(later, do)
@@ -265,6 +270,16 @@ func docsOutput(ctx context.Context, r docs.Region, kept string, runs *memo) (st
 		return out, err
 	case r.WallClock:
 		return docs.Run(ctx, r, runSluice, ".") // a new run each time
+	case r.Bench: // once per command line: a table and its machine line share a run
+		p, err := docs.ParseCommand(r.Command)
+		if err != nil {
+			return "", err
+		}
+		out, err := runs.do("bench\x00"+strings.Join(p.Args, "\x00"), func() (string, error) { return docs.RunScript(ctx, p.Args, ".") })
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", r.Name(), err)
+		}
+		return docs.Filter(r, out)
 	}
 	p, err := docs.ParseCommand(r.Command)
 	if err != nil {
@@ -464,23 +479,25 @@ func TestDocsCheckFails(t *testing.T) {
 }
 
 // Which regions each mode runs: make test checks the deterministic ones
-// only, make docs writes all but the e2e ones, make docs-slow checks the
-// slow ones, make docs-e2e writes the e2e ones.
+// only, make docs writes all but the e2e and bench ones, make docs-slow
+// checks the slow ones, make docs-e2e writes the e2e ones, make
+// docs-bench the bench ones.
 func TestDocsPlan(t *testing.T) {
 	det, slow := docs.Region{}, docs.Region{Slow: true}
-	wall, e2e := docs.Region{WallClock: true}, docs.Region{E2E: true}
+	wall, e2e, bench := docs.Region{WallClock: true}, docs.Region{E2E: true}, docs.Region{Bench: true}
 	for _, c := range []struct {
-		mode                 string
-		det, slow, wall, e2e docsAction
+		mode                        string
+		det, slow, wall, e2e, bench docsAction
 	}{
-		{"", docsCheck, docsParse, docsParse, docsParse},
-		{"update", docsWrite, docsParse, docsParse, docsParse},
-		{"all", docsWrite, docsWrite, docsWrite, docsParse},
-		{"slow", docsParse, docsCheck, docsParse, docsParse},
-		{"e2e", docsParse, docsParse, docsParse, docsWrite},
+		{"", docsCheck, docsParse, docsParse, docsParse, docsParse},
+		{"update", docsWrite, docsParse, docsParse, docsParse, docsParse},
+		{"all", docsWrite, docsWrite, docsWrite, docsParse, docsParse},
+		{"slow", docsParse, docsCheck, docsParse, docsParse, docsParse},
+		{"e2e", docsParse, docsParse, docsParse, docsWrite, docsParse},
+		{"bench", docsParse, docsParse, docsParse, docsParse, docsWrite},
 	} {
-		got := []docsAction{docsPlan(det, c.mode), docsPlan(slow, c.mode), docsPlan(wall, c.mode), docsPlan(e2e, c.mode)}
-		if want := []docsAction{c.det, c.slow, c.wall, c.e2e}; !slices.Equal(got, want) {
+		got := []docsAction{docsPlan(det, c.mode), docsPlan(slow, c.mode), docsPlan(wall, c.mode), docsPlan(e2e, c.mode), docsPlan(bench, c.mode)}
+		if want := []docsAction{c.det, c.slow, c.wall, c.e2e, c.bench}; !slices.Equal(got, want) {
 			t.Errorf("mode %q: %v, want %v", c.mode, got, want)
 		}
 	}

@@ -50,7 +50,7 @@ func TestLimiterReplayStdinAndErrors(t *testing.T) {
 		err := root.ExecuteContext(context.Background())
 		return out.String(), err
 	}
-	out, err := replay(`{"options": {"burst": "1s", "initial_fill": 1}}` + "\n" + `{"at": 0, "op": "acquire", "id": "a", "units": 3}` + "\n")
+	out, err := replay(`{"options": {"burst": "1s", "initial_fill": 1, "slow_start": false}}` + "\n" + `{"at": 0, "op": "acquire", "id": "a", "units": 3}` + "\n")
 	if err != nil {
 		t.Fatal(err)
 	}

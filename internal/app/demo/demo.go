@@ -33,14 +33,11 @@ import (
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
-// The demo's model API counts its quota over a short window, and the
-// limiter is tuned for such an API as docs/tuning.md advises (a short
-// burst, frequent raises), so that one minute shows the climb, the first
-// throttle, the cut and the steady state.
+// The demo's model API counts its quota over a short window, so that one
+// minute shows the climb, the first throttle, the cut and the steady
+// state; the limiter runs its defaults but for the pause's cap.
 const (
 	demoWindow           = 10 * time.Second
-	demoBurst            = time.Second
-	demoIncreaseInterval = 2 * time.Second
 	demoMaxPause         = 10 * time.Second
 	demoMaxInFlight      = 16
 	demoSeed             = 1
@@ -252,8 +249,8 @@ func Header(o Options, natsURL, apiURL string) string {
 	return fmt.Sprintf("sluice demo: %d jobs → %d workers → a model API with a hidden quota of %s units/min\n", o.Jobs, o.Workers, fnum(o.Quota)) +
 		fmt.Sprintf("  queue      embedded NATS JetStream at %s (a temporary store, removed at the end)\n", natsURL) +
 		fmt.Sprintf("  model API  %s (GET /stats); its quota is counted over a sliding %v window\n", apiURL, demoWindow) +
-		fmt.Sprintf("  limiter    limiter.instances %d, initial %s units/min for the whole budget, aimd; burst %v, increase every %v\n",
-			o.Workers, fnum(o.Rate), demoBurst, demoIncreaseInterval)
+		fmt.Sprintf("  limiter    limiter.instances %d, initial %s units/min for the whole budget, the adaptive law (aimd probes); max_pause %v\n",
+			o.Workers, fnum(o.Rate), demoMaxPause)
 }
 
 // Backlog is the line the demo prints once its jobs are enqueued: they
@@ -412,8 +409,6 @@ func demoConfig(o Options, natsURL, apiURL string) (config.Config, error) {
 	}
 	c.Limiter.Instances = o.Workers
 	c.Limiter.InitialUnitsPerMinute = o.Rate
-	c.Limiter.Burst = time.Duration(demoBurst)
-	c.Limiter.AIMD.IncreaseInterval = time.Duration(demoIncreaseInterval)
 	c.Limiter.MaxPause = time.Duration(demoMaxPause)
 	c.Worker.MaxInFlight = demoMaxInFlight
 	c.Metrics.Listen = config.OpsListenOff

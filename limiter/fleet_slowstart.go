@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// Slow start (docs/limiter.md, "Slow start"): before the first throttle the
-// rate grows by slowStartGrowth at most once per slowStartInterval while
-// requests wait; at the first throttle it falls back to the rate the API was
-// seen to accept.
+// A fleet's slow start (docs/limiter.md, "Fleet"): before the fleet's
+// first throttle its rate grows by slowStartGrowth at most once per
+// slowStartInterval while requests wait; at the first throttle it falls
+// back to the rate the API was seen to accept, which each Core counts here
+// (a Core that runs the adaptive law keeps its own record, law.go).
 const (
 	slowStartGrowth   = 2.0
 	slowStartInterval = 2 * time.Second
@@ -34,17 +35,6 @@ func (a *acceptLog) add(t time.Duration, u float64) {
 	a.units[i] += u
 }
 
-// at returns the units recorded in whole second k.
-func (a *acceptLog) at(k int64) float64 {
-	if k < 0 {
-		return 0
-	}
-	if i := k % int64(len(a.sec)); a.sec[i] == k+1 {
-		return a.units[i]
-	}
-	return 0
-}
-
 // sum returns the units recorded in the w whole seconds up to and
 // including the one of t.
 func (a *acceptLog) sum(t time.Duration, w int64) float64 {
@@ -56,17 +46,6 @@ func (a *acceptLog) sum(t time.Duration, w int64) float64 {
 		}
 	}
 	return total
-}
-
-// Accepted returns the rate, in units per minute, that the API was seen to
-// accept up to now from this instance, for slow start's fallback at a
-// throttle at now of a request sent at sent that asked to wait retryAfter
-// (docs/limiter.md, "Slow start", rule 3), and the hold that goes with it.
-// 0 once slow start has ended (nothing is counted then).
-func (c *Core) Accepted(now, sent time.Time, retryAfter time.Duration) (float64, time.Duration) {
-	t := c.offset(now)
-	c.advance(t)
-	return c.accepted(t, sent.Sub(c.start), retryAfter)
 }
 
 // accepted is the larger of two rates the API accepted: the units of the
@@ -107,34 +86,12 @@ func (c *Core) noteRaise(t time.Duration, from float64) {
 	}
 }
 
-// slowEnd is what the throttle that ended slow start saw.
-type slowEnd struct {
-	set      bool
-	at       time.Duration
-	accepted float64
-	hold     time.Duration
-}
-
-// endSlowStart returns the accepted rate and the hold for a throttle at t,
-// and remembers them if slow start is on (the throttle ends it), so that a
-// report for that throttle made after it (Report) still carries them.
-func (c *Core) endSlowStart(t, sent, retryAfter time.Duration) (float64, time.Duration) {
-	a, hold := c.accepted(t, sent, retryAfter)
-	if c.adapt.SlowStart {
-		c.ended = slowEnd{set: true, at: t, accepted: a, hold: hold}
-	}
-	return a, hold
-}
-
 // fallback returns the accepted rate and the hold for a report of a
-// throttle at t: from the Core's own count during slow start, or what the
-// throttle that ended slow start at t saw; else 0.
+// throttle at t: from the Core's own count while the fleet it follows is
+// in slow start; else 0.
 func (c *Core) fallback(t, sent, retryAfter time.Duration) (float64, time.Duration) {
 	if c.adapt.SlowStart {
 		return c.accepted(t, sent, retryAfter)
-	}
-	if c.ended.set && c.ended.at == t {
-		return c.ended.accepted, c.ended.hold
 	}
 	return 0, 0
 }

