@@ -37,10 +37,10 @@ import (
 // minute shows the climb, the first throttle, the cut and the steady
 // state; the limiter runs its defaults but for the pause's cap.
 const (
-	demoWindow           = 10 * time.Second
-	demoMaxPause         = 10 * time.Second
-	demoMaxInFlight      = 16
-	demoSeed             = 1
+	demoWindow      = 10 * time.Second
+	demoMaxPause    = 10 * time.Second
+	demoMaxInFlight = 16
+	demoSeed        = 1
 	// demoPlainEvery is how often a progress line is printed when the
 	// output is not a terminal.
 	demoPlainEvery = 5 * time.Second
