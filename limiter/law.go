@@ -137,8 +137,7 @@ func (l *law) clamp(r float64) float64 { return math.Min(l.max, math.Max(l.min, 
 // requests' time at the rate) starts a new span: the API's memory of the
 // time before it is not the limiter's to measure.
 func (l *law) sent(t time.Duration, u float64, idle bool) {
-	gap := max(time.Second, time.Duration(4/l.rate*60*float64(time.Second)))
-	if l.from < 0 || idle && t-l.lastSent > gap {
+	if l.from < 0 || idle && t-l.lastSent > max(time.Second, time.Duration(4/l.rate*60*float64(time.Second))) {
 		l.from, l.fresh, l.refs = t, true, noRefs
 	}
 	l.lastSent = t
