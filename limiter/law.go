@@ -101,6 +101,7 @@ type law struct {
 	bound float64       // what the API was seen to accept, units per minute; 0: nothing yet
 	ceil  float64       // the rate the last cutting refusal came at
 	cut   time.Duration // when the last cut was; refusals of requests sent before it belong to it
+	open  time.Duration // when the API said, at the last cut, it would take more; refusals of requests sent before it belong to that cut too
 
 	from     time.Duration    // the start of the span the next refusal measures; -1: none
 	refs     [4]time.Duration // the sends of the last refusals, newest first; -1: none
@@ -148,10 +149,11 @@ func (l *law) sent(t time.Duration, u float64, idle bool) {
 func (l *law) accepted(sent time.Duration, u float64) { l.past.addAcc(sent, u) }
 
 // beyond returns how much longer than a second a Retry-After of ra says
-// the API takes nothing, within max_pause: an absurd Retry-After must not
-// read as an API that accepts nothing.
+// the API takes nothing, within MaxWindow, the longest window the law
+// models: an absurd Retry-After must not read as an API that accepts
+// nothing.
 func (l *law) beyond(ra time.Duration) time.Duration {
-	return max(min(ra, l.maxPause)-time.Second, 0)
+	return max(min(ra, MaxWindow)-time.Second, 0)
 }
 
 // estimate returns what the API accepted, per minute, over the best span
@@ -188,8 +190,11 @@ func (l *law) estimate(sent, ra time.Duration) (a float64, ok bool) {
 // refused applies a refusal at t of a request sent at sent, with the
 // Retry-After ra (0: none). It returns whether the rate changed.
 func (l *law) refused(t, sent, ra time.Duration) bool {
-	if sent < l.cut {
-		return false // one of the refusals the last cut answered
+	if sent < l.cut || sent < l.open {
+		// One of the refusals the last cut answered, or a request sent
+		// before the API said it would take more (a pause shorter than
+		// its Retry-After, capped by max_pause): the same overshoot.
+		return false
 	}
 	prev := l.rate
 	a, ok := l.estimate(sent, ra)
@@ -235,6 +240,7 @@ func (l *law) refused(t, sent, ra time.Duration) bool {
 	l.startup = false
 	l.rate = l.clamp(lawMargin * c)
 	l.cut, l.moved, l.probes = t, t, 0
+	l.open = t + min(max(ra, 0), MaxWindow)
 	copy(l.refs[1:], l.refs[:])
 	l.refs[0] = sent // the API was full then
 	l.from = t + min(max(ra, 0), l.maxPause)
