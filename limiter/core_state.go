@@ -12,6 +12,21 @@ import (
 // Rate returns this instance's current rate in units per minute.
 func (c *Core) Rate() float64 { return c.adapt.Rate }
 
+// Estimate returns what the adaptive law estimates the API accepts from
+// this instance, in units per minute of its part of the budget: the law's
+// bound, what the API was seen to accept (docs/limiter.md, "The adaptive
+// law"). It is 0 when there is no estimate: before the first 429 or quota
+// header (startup measures nothing), with the classic rules
+// (slow_start false) or in disabled mode, and while the Core follows a
+// fleet (the fleet sets the rate; the law is told nothing meanwhile). It
+// only reads: the rate is the law's, paced a little under this.
+func (c *Core) Estimate() float64 {
+	if c.law == nil || c.following {
+		return 0
+	}
+	return c.law.bound
+}
+
 // CostBound returns the most units one request takes from the bucket:
 // this instance's max_units_per_minute over max_wait (what the bucket can
 // accrue, at the highest rate, in the longest a request may wait), and

@@ -76,6 +76,10 @@ type Stats struct {
 	Share       float64   // this instance's fraction of the budget
 	Disabled    bool
 	SlowStart   bool // in slow start (docs/limiter.md): no throttle seen yet
+	// Estimate is what the adaptive law estimates the API accepts from
+	// this instance, units per minute (Core.Estimate); 0: no estimate.
+	Estimate  float64
+	Following bool // the rate is a fleet's (Core.Follow), not this instance's own
 
 	// Counts since New, kept with or without Metrics (the values of
 	// sluice_limiter_units_total, _throttles_total and _rejections_total).
@@ -452,6 +456,8 @@ func (l *Limiter) Stats() Stats {
 		Throttles:   maps.Collect(maps.All(l.throttles)),
 		Rejections:  l.rejectionCounts(),
 		SlowStart:   l.core.Adapt().SlowStart,
+		Estimate:    l.core.Estimate(),
+		Following:   l.core.Following(),
 	}
 }
 

@@ -16,17 +16,22 @@ import (
 // it. Unknown figures are NaN (a source that cannot tell its backlog, say).
 type LiveSnapshot struct {
 	// The limiter.
-	Rate      float64       // units per minute: the rate it sends at
-	Accepted  float64       // units the API accepted from it in the last minute; NaN: not measured
-	Burst     float64       // units it would send at once now (limiter.Stats.Burst)
-	Tokens    float64       // units in the bucket (below zero after an oversized grant)
-	Capacity  float64       // the bucket's size
-	Queue     int           // requests waiting for units
-	Paused    bool          // in a Retry-After pause
-	PauseLeft time.Duration // until the pause ends
-	Instances int           // instances sharing the budget (0 with a fractional share)
-	Share     float64       // this worker's fraction of the budget
-	Disabled  bool          // the limiter only records
+	Rate     float64 // units per minute: the rate it sends at
+	Accepted float64 // units the API accepted from it in the last minute; NaN: not measured
+	// Estimate is what the limiter estimates the API accepts from it,
+	// units per minute; NaN: none, and NoEstimate says why (a short
+	// code: not_yet, slow_start_off, fleet, disabled).
+	Estimate   float64
+	NoEstimate string
+	Burst      float64       // units it would send at once now (limiter.Stats.Burst)
+	Tokens     float64       // units in the bucket (below zero after an oversized grant)
+	Capacity   float64       // the bucket's size
+	Queue      int           // requests waiting for units
+	Paused     bool          // in a Retry-After pause
+	PauseLeft  time.Duration // until the pause ends
+	Instances  int           // instances sharing the budget (0 with a fractional share)
+	Share      float64       // this worker's fraction of the budget
+	Disabled   bool          // the limiter only records
 
 	// Counters since the worker started.
 	Units      float64            // units granted
@@ -123,27 +128,29 @@ func NewLiveHandler(src LiveSource, cfg LiveConfig) (*LiveHandler, error) {
 func (h *LiveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 type liveFrame struct {
-	T         num          `json:"t"`        // seconds since the handler started
-	Title     string       `json:"title"`    // the worker
-	Error     string       `json:"error"`    // reading the source failed
-	Rate      num          `json:"rate"`     // units per minute
-	Accepted  num          `json:"accepted"` // units per minute (the last minute); null: not measured
-	Burst     num          `json:"burst"`    // units; null: no bound (disabled)
-	Tokens    num          `json:"tokens"`   // units
-	Capacity  num          `json:"capacity"`
-	Queue     int          `json:"queue"`
-	Paused    bool         `json:"paused"`
-	PauseLeft num          `json:"pause_left"` // seconds
-	Instances int          `json:"instances"`
-	Share     num          `json:"share"`
-	Disabled  bool         `json:"disabled"`
-	Units     num          `json:"units"`
-	Throttles []count      `json:"throttles"`
-	Rejected  []count      `json:"rejections"`
-	Jobs      []count      `json:"jobs"`
-	InFlight  num          `json:"in_flight"`
-	Backlog   num          `json:"backlog"`
-	Members   []liveMember `json:"members"`
+	T          num          `json:"t"`             // seconds since the handler started
+	Title      string       `json:"title"`         // the worker
+	Error      string       `json:"error"`         // reading the source failed
+	Rate       num          `json:"rate"`          // units per minute
+	Accepted   num          `json:"accepted"`      // units per minute (the last minute); null: not measured
+	Estimate   num          `json:"estimate"`      // units per minute; null: none
+	NoEstimate string       `json:"estimate_none"` // why there is none; "" when there is one or nothing is known
+	Burst      num          `json:"burst"`         // units; null: no bound (disabled)
+	Tokens     num          `json:"tokens"`        // units
+	Capacity   num          `json:"capacity"`
+	Queue      int          `json:"queue"`
+	Paused     bool         `json:"paused"`
+	PauseLeft  num          `json:"pause_left"` // seconds
+	Instances  int          `json:"instances"`
+	Share      num          `json:"share"`
+	Disabled   bool         `json:"disabled"`
+	Units      num          `json:"units"`
+	Throttles  []count      `json:"throttles"`
+	Rejected   []count      `json:"rejections"`
+	Jobs       []count      `json:"jobs"`
+	InFlight   num          `json:"in_flight"`
+	Backlog    num          `json:"backlog"`
+	Members    []liveMember `json:"members"`
 }
 
 type count struct {
@@ -185,12 +192,16 @@ func (h *LiveHandler) frame(ctx context.Context) liveFrame {
 		h.log.Warn("live page: reading the worker", "err", err)
 		f.Error = err.Error()
 		f.Rate, f.Tokens, f.Capacity, f.Share, f.Units = num(math.NaN()), num(math.NaN()), num(math.NaN()), num(math.NaN()), num(math.NaN())
-		f.Accepted, f.Burst = num(math.NaN()), num(math.NaN())
+		f.Accepted, f.Estimate, f.Burst = num(math.NaN()), num(math.NaN()), num(math.NaN())
 		f.PauseLeft, f.InFlight, f.Backlog = num(math.NaN()), num(math.NaN()), num(math.NaN())
 		return f
 	}
 	f.Rate, f.Tokens, f.Capacity = round3(s.Rate), round3(s.Tokens), round3(s.Capacity)
 	f.Accepted, f.Burst = round3(s.Accepted), round3(s.Burst)
+	f.Estimate, f.NoEstimate = round3(s.Estimate), s.NoEstimate
+	if !(s.Estimate > 0) {
+		f.Estimate = num(math.NaN()) // none: null, never a 0 that reads as an API that accepts nothing
+	}
 	f.Queue, f.Paused, f.PauseLeft = s.Queue, s.Paused, round3(s.PauseLeft.Seconds())
 	f.Instances, f.Share, f.Disabled = s.Instances, round3(s.Share), s.Disabled
 	f.Units = round3(s.Units)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"io/fs"
 	"math"
@@ -341,7 +342,7 @@ func TestLiveStream(t *testing.T) {
 		src := func(ctx context.Context) (LiveSnapshot, error) {
 			calls++
 			return LiveSnapshot{
-				Rate: 600, Accepted: math.NaN(), Burst: 0, Tokens: 3.5, Capacity: 100, Queue: 2, Paused: true, PauseLeft: 4 * time.Second,
+				Rate: 600, Accepted: math.NaN(), Estimate: math.NaN(), NoEstimate: "not_yet", Burst: 0, Tokens: 3.5, Capacity: 100, Queue: 2, Paused: true, PauseLeft: 4 * time.Second,
 				Instances: 2, Share: 0.5, Units: 42, Throttles: map[string]float64{"429": 3},
 				Jobs:     map[string]float64{"succeeded": 40, "dead_lettered": 1},
 				InFlight: 5, Backlog: math.NaN(),
@@ -381,6 +382,10 @@ func TestLiveStream(t *testing.T) {
 		// is null, not 0; a paused limiter has no burst to send.
 		if _, ok := f["accepted"]; !ok || f["accepted"] != nil || f["burst"] != 0.0 {
 			t.Errorf("accepted %v, burst %v; want null, 0: %s", f["accepted"], f["burst"], data)
+		}
+		// No estimate yet: null, not 0, and why.
+		if _, ok := f["estimate"]; !ok || f["estimate"] != nil || f["estimate_none"] != "not_yet" {
+			t.Errorf("estimate %v (%v); want null, not_yet: %s", f["estimate"], f["estimate_none"], data)
 		}
 		if !strings.Contains(data, `{"id":"b","rate":580,"accepted":575.5,"share":0.5,"self":false}`) {
 			t.Errorf("members without their accepted rates: %s", data)
@@ -454,4 +459,43 @@ func TestPagesServed(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestLiveFrameEstimate: the frame carries the limiter's estimate of what
+// the API accepts beside the two rates: its value when there is one, else
+// null (never a 0, which would read as an API that accepts nothing) with
+// the reason the source gave.
+func TestLiveFrameEstimate(t *testing.T) {
+	for _, c := range []struct {
+		est  float64
+		none string
+		want string
+	}{
+		{2940.12345, "", `"estimate":2940.123,"estimate_none":""`},
+		{math.NaN(), "fleet", `"estimate":null,"estimate_none":"fleet"`},
+		{0, "", `"estimate":null,"estimate_none":""`},
+	} {
+		src := func(context.Context) (LiveSnapshot, error) {
+			return LiveSnapshot{Rate: 2881.3, Accepted: 2900, Estimate: c.est, NoEstimate: c.none, Backlog: math.NaN()}, nil
+		}
+		h, err := NewLiveHandler(src, DefaultLiveConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(h.frame(t.Context()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `"rate":2881.3,"accepted":2900,` + c.want; !strings.Contains(string(b), want) {
+			t.Errorf("estimate %v (%q): frame %s, want %s", c.est, c.none, b, want)
+		}
+	}
+	// The source failed: nothing is known.
+	h, err := NewLiveHandler(func(context.Context) (LiveSnapshot, error) { return LiveSnapshot{}, errors.New("gone") }, DefaultLiveConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(h.frame(t.Context())); !strings.Contains(string(b), `"estimate":null`) {
+		t.Errorf("a failed read: %s, want the estimate null", b)
+	}
 }

@@ -55,6 +55,7 @@ func TestBrowserLivePage(t *testing.T) {
 	got := browsertest.Eval[map[string]string](t, ctx, `({
   rate: document.getElementById('fig-rate').textContent,
   accepted: document.getElementById('fig-accepted').textContent,
+  estimate: document.getElementById('fig-estimate').textContent,
   burst: document.getElementById('fig-burst').textContent,
   succeeded: document.getElementById('fig-succeeded').textContent,
   jobs: document.getElementById('jobs-rows').textContent,
@@ -66,6 +67,11 @@ func TestBrowserLivePage(t *testing.T) {
 	acc, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSuffix(got["accepted"], " units/min"), ",", ""), 64)
 	if err != nil || acc <= 0 || acc > jobs {
 		t.Errorf("API accepted %q, want between 1 and %d units/min", got["accepted"], jobs)
+	}
+	// The limiter's estimate of what the API accepts: a rate, or none
+	// yet (no 429 or quota header in this drain), never a bare 0.
+	if e := got["estimate"]; !strings.HasPrefix(e, "none yet") && (!strings.HasSuffix(e, " units/min") || strings.HasPrefix(e, "0 ")) {
+		t.Errorf("estimate %q, want a rate in units/min or none yet", e)
 	}
 	if !strings.Contains(got["burst"], " units") || strings.Contains(got["burst"], " of ") {
 		t.Errorf("burst available %q, want units (and seconds of the rate), not tokens of a capacity", got["burst"])

@@ -1,7 +1,7 @@
 // The live page of a running worker: frames from /ui/events, drawn with the
 // chart code of the simulator page.
 import {
-  TimeChart, Announcer, connect, instanceColor, fmtInt, fmtNum, fmtClock, fmtSeconds, setText,
+  TimeChart, Announcer, connect, instanceColor, fmtInt, fmtNum, fmtClock, fmtSeconds, setText, QUOTA_COLOR,
 } from './chart.js';
 
 const $ = (id) => document.getElementById(id);
@@ -26,6 +26,7 @@ window.sluice = { frame: null, frames: 0 };
 let prev = null;
 let t0 = null; // the worker's clock when this page opened
 let pauses = 0;
+let estimated = false; // an estimate was seen since the page opened
 const jobHistory = []; // [t, {outcome: count}] for the last minute
 
 const sum = (list) => list.reduce((a, c) => a + c.value, 0);
@@ -47,14 +48,19 @@ function onFrame(f) {
   const newThrottles = prev ? Math.max(0, throttled - sum(prev.throttles)) : 0;
   if (prev && f.paused && !prev.paused) pauses++;
 
-  // Rate chart: this worker's sending rate and the API's accepted rate,
-  // and the other members' sending rates when there are.
+  // Rate chart: this worker's sending rate, the API's accepted rate and
+  // the limiter's estimate of what the API accepts, and the other members'
+  // sending rates when there are.
   const series = [{ key: 'self', label: 'This worker: sending at', color: instanceColor(0), width: 2.4 }];
   if (f.accepted != null) series.push({ key: 'accepted', label: 'This worker: API accepted (last minute)', color: instanceColor(0), dash: true });
+  if (f.estimate != null) estimated = true; // kept in the legend once seen; a gap while there is none
+  if (estimated) {
+    series.push({ key: 'estimate', label: 'This worker: API accepts (the limiter\'s estimate)', color: QUOTA_COLOR, dash: true });
+  }
   const others = (f.members || []).filter((m) => !m.self);
   others.forEach((m, k) => series.push({ key: `m:${m.id}`, label: m.id, color: instanceColor(k + 1) }));
   rate.setSeries(series);
-  const values = { self: f.rate, accepted: f.accepted };
+  const values = { self: f.rate, accepted: f.accepted, estimate: f.estimate };
   for (const m of others) values[`m:${m.id}`] = m.rate;
   rate.add(t, values, newThrottles, f.paused);
   rate.draw();
@@ -65,6 +71,7 @@ function onFrame(f) {
   setText($('fig-rate'), f.disabled ? 'off (recording only)' : `${fmtInt(f.rate)} units/min`);
   setText($('fig-accepted'), f.accepted != null ? `${fmtInt(f.accepted)} units/min`
     : f.disabled ? 'not measured (limiter disabled)' : 'not measured (limiter.slow_start is off)');
+  setText($('fig-estimate'), estimateText(f));
   setText($('fig-burst'), burstText(f));
   const members = f.members || [];
   $('fig-fleet-row').hidden = !members.length;
@@ -144,12 +151,28 @@ function onFrame(f) {
   // Text equivalent and announcements.
   setText($('rate-text'), `Sending at ${fmtInt(f.rate)} units per minute; ` +
     `${f.accepted == null ? 'the accepted rate is not measured' : `the API accepted ${fmtInt(f.accepted)} in the last minute`}; ` +
+    `${f.estimate == null ? 'no estimate of what the API accepts' : `the limiter estimates the API accepts ${fmtInt(f.estimate)}`}; ` +
     `${fmtInt(throttled)} throttles in all` +
     `${others.length ? `; ${others.length} other workers at ${others.map((m) => fmtInt(m.rate)).join(', ')}` : ''}. ` +
     `Backlog ${f.backlog == null ? 'unknown' : fmtInt(f.backlog)} jobs, ${fmtInt(get(f.jobs, 'succeeded'))} succeeded.`);
   if (prev && f.paused && !prev.paused) announce.say(`Throttled: paused for ${fmtSeconds(f.pause_left)}; rate ${fmtInt(f.rate)} units per minute.`);
   else if (prev && prev.backlog > 0 && f.backlog === 0) announce.say('The backlog is drained.');
+  else if (prev && prev.estimate == null && f.estimate != null) announce.say(`The limiter estimates the API accepts ${fmtInt(f.estimate)} units per minute.`);
   prev = f;
+}
+
+// estimateText says what the limiter estimates the API accepts, or why it
+// has no estimate (docs/ui.md): never a 0 that reads as an API that
+// accepts nothing.
+const NO_ESTIMATE = {
+  not_yet: 'none yet (no 429 or quota header so far)',
+  slow_start_off: 'none (limiter.slow_start is off)',
+  fleet: 'none of its own (the fleet sets its rate)',
+  disabled: 'none (limiter disabled)',
+};
+function estimateText(f) {
+  if (f.estimate != null) return `${fmtInt(f.estimate)} units/min`;
+  return NO_ESTIMATE[f.estimate_none] || '—';
 }
 
 // burstText says what the limiter would send at once now, in units and in

@@ -118,7 +118,7 @@ func TestDemoLiveDraw(t *testing.T) {
 	b.Reset()
 	m = &demoMonitor{o: o, rep: &Report{}, out: &b, width: 200}
 	m.draw(s)
-	for _, want := range []string{"rates    sending at 600 units/min · API accepted 540 units/min (hidden quota ", "workers  sending at w1 100 + w2 100 + "} {
+	for _, want := range []string{"rates    sending at 600 units/min · API accepted 540 units/min · estimate none yet (hidden quota ", "workers  sending at w1 100 + w2 100 + "} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the display lacks %q:\n%s", want, b.String())
 		}
@@ -126,7 +126,17 @@ func TestDemoLiveDraw(t *testing.T) {
 	b.Reset()
 	m = &demoMonitor{o: o, rep: &Report{}, out: &b}
 	m.draw(s)
-	if want := "sending at 600 (100+100+100+100+100+100) · API accepted 540 units/min"; !strings.Contains(b.String(), want) {
+	if want := "sending at 600 (100+100+100+100+100+100) · API accepted 540 units/min · estimate none yet  quota"; !strings.Contains(b.String(), want) {
 		t.Errorf("the plain line lacks %q: %s", want, b.String())
+	}
+	// The workers' estimates of what the API accepts, summed, with how
+	// many have one while not all do.
+	s.estimate, s.estimated = 612.4, 6
+	if got, want := s.estimateText(), "estimate 612 units/min"; got != want {
+		t.Errorf("estimateText() = %q, want %q", got, want)
+	}
+	s.estimate, s.estimated = 204, 2
+	if got, want := s.estimateText(), "estimate 204 units/min (2 of 6 workers)"; got != want {
+		t.Errorf("estimateText() = %q, want %q", got, want)
 	}
 }

@@ -41,11 +41,15 @@ type demoSample struct {
 	at       time.Duration
 	rates    []float64 // each worker's rate: what it sends at
 	accepted float64   // units the workers measured the API to accept in the last minute
-	settled  float64   // jobs settled by the workers (done or dead-lettered)
-	api      sim.Stats
-	eta      time.Duration // -1 when unknown
-	drained  int64
-	requests int64
+	// estimate is the sum of the workers' estimates of what the API
+	// accepts, units per minute, over the estimated of them that have one.
+	estimate  float64
+	estimated int
+	settled   float64 // jobs settled by the workers (done or dead-lettered)
+	api       sim.Stats
+	eta       time.Duration // -1 when unknown
+	drained   int64
+	requests  int64
 }
 
 // run samples until every job is settled and the queue is empty, ctx ends
@@ -102,6 +106,10 @@ func (m *demoMonitor) sample() demoSample {
 		s.rates[i] = pace.Sending
 		if !math.IsNaN(pace.Accepted) {
 			s.accepted += pace.Accepted
+		}
+		if pace.Estimate > 0 {
+			s.estimate += pace.Estimate
+			s.estimated++
 		}
 		jobs := p.Worker().Jobs
 		s.settled += float64(jobs[worker.OutcomeSucceeded] + jobs[worker.OutcomeDeadLettered])
@@ -179,8 +187,8 @@ func (m *demoMonitor) draw(s demoSample) {
 	}
 	used := s.api.WindowUnits * time.Minute.Seconds() / demoWindow.Seconds()
 	if m.width <= 0 {
-		fmt.Fprintf(m.out, "%s  drained %d/%d  sending at %.0f (%s) · API accepted %.0f units/min  quota %s  429s %d/%d  ETA %s\n",
-			fmtClock(s.at), s.drained, m.o.Jobs, sum, strings.Join(parts, "+"), s.accepted, fnum(m.o.Quota), s.api.Throttled, s.requests, eta)
+		fmt.Fprintf(m.out, "%s  drained %d/%d  sending at %.0f (%s) · API accepted %.0f units/min · %s  quota %s  429s %d/%d  ETA %s\n",
+			fmtClock(s.at), s.drained, m.o.Jobs, sum, strings.Join(parts, "+"), s.accepted, s.estimateText(), fnum(m.o.Quota), s.api.Throttled, s.requests, eta)
 		return
 	}
 	frac := float64(s.drained) / float64(m.o.Jobs)
@@ -189,7 +197,7 @@ func (m *demoMonitor) draw(s demoSample) {
 	lines := []string{
 		fmt.Sprintf("  drained  %d/%d (%.0f%%)  %s elapsed  ETA %s", s.drained, m.o.Jobs, frac*100, fmtClock(s.at), eta),
 		fmt.Sprintf("  [%s%s]", strings.Repeat("#", filled), strings.Repeat(".", bar-filled)),
-		fmt.Sprintf("  rates    sending at %.0f units/min · API accepted %.0f units/min (hidden quota %s)", sum, s.accepted, fnum(m.o.Quota)),
+		fmt.Sprintf("  rates    sending at %.0f units/min · API accepted %.0f units/min · %s (hidden quota %s)", sum, s.accepted, s.estimateText(), fnum(m.o.Quota)),
 		fmt.Sprintf("  workers  sending at %s units/min", workerRates(parts)),
 		fmt.Sprintf("  API      %.0f units/min used (its last %v) · %d requests · %d throttled (429)", used, demoWindow, s.requests, s.api.Throttled),
 	}
@@ -203,6 +211,20 @@ func (m *demoMonitor) draw(s demoSample) {
 		fmt.Fprintf(m.out, "\r%s\033[K\n", l)
 	}
 	m.drawn = len(lines)
+}
+
+// estimateText says what the workers' limiters estimate the API accepts,
+// summed: "estimate 1176 units/min", with how many of the workers have one
+// when not all do, or "estimate none yet" before the first 429 or quota
+// header.
+func (s demoSample) estimateText() string {
+	switch {
+	case s.estimated == 0:
+		return "estimate none yet"
+	case s.estimated < len(s.rates):
+		return fmt.Sprintf("estimate %.0f units/min (%d of %d workers)", s.estimate, s.estimated, len(s.rates))
+	}
+	return fmt.Sprintf("estimate %.0f units/min", s.estimate)
 }
 
 func workerRates(parts []string) string {

@@ -186,10 +186,14 @@ func workerLine(ws *run.WorkerState, now time.Time) string {
 }
 
 // paceLines are the lines under a worker or a fleet: the rate it sends at
-// beside the rate the API accepted, and the burst it can send at once
-// (none for a fleet), each indented.
+// beside the rate the API accepted, the limiter's estimate of what the API
+// accepts, and the burst it can send at once (neither for a fleet), each
+// indented.
 func paceLines(p run.Pace) string {
 	out := "  " + p.String() + "\n"
+	if e := p.EstimateText(); e != "" {
+		out += "  " + e + "\n"
+	}
 	if b := p.BurstText(); b != "" {
 		out += "  " + b + "\n"
 	}

@@ -15,8 +15,9 @@ import (
 // and what it holds, not "not draining".
 func TestStatusShowsAPausedWorker(t *testing.T) {
 	until := time.Date(2026, 1, 2, 3, 4, 30, 0, time.Local)
-	accepted, burst := 1150.0, 0.0
-	ws := &run.WorkerState{ID: "w1", InFlight: 64, Paused: true, PausedUntil: until, Rate: 1200, Accepted: &accepted, Burst: &burst}
+	accepted, estimate, burst := 1150.0, 1224.6, 0.0
+	ws := &run.WorkerState{ID: "w1", InFlight: 64, Paused: true, PausedUntil: until, Rate: 1200, Accepted: &accepted,
+		Estimate: &estimate, Burst: &burst}
 	if got, want := workerLine(ws, until.Add(-12*time.Second)), "paused by the API until 03:04:30 (12.0 s left), 64 in flight"; got != want {
 		t.Errorf("workerLine = %q, want %q", got, want)
 	}
@@ -27,7 +28,7 @@ func TestStatusShowsAPausedWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"worker w1", "paused by the API until 03:04:30", "64 in flight", "unknown (paused)",
-		"\n  sending at 1200 units/min · API accepted 1150 units/min (last minute)\n",
+		"\n  sending at 1200 units/min · API accepted 1150 units/min (last minute)\n  estimate: the API accepts 1225 units/min\n",
 		"\n  burst available 0 units (= 0.0 s at the current rate)\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status:\n%s\nwant %q", out.String(), want)
@@ -49,15 +50,32 @@ func TestStatusShowsAPausedWorker(t *testing.T) {
 }
 
 // The rates status shows: the one the limiter sends at beside the one the
-// API accepted, and the burst in units and in seconds of that rate; an
-// accepted rate that is not measured says so, not 0.
+// API accepted and the limiter's estimate of what the API accepts, and
+// the burst in units and in seconds of that rate; an accepted rate that
+// is not measured, or an estimate the limiter does not have, says so, not
+// 0.
 func TestStatusPace(t *testing.T) {
-	accepted, burst := 2950.0, 500.0
-	ws := run.WorkerState{Rate: 3000, Accepted: &accepted, Burst: &burst}
+	accepted, estimate, burst := 2950.0, 3061.2, 500.0
+	ws := run.WorkerState{Rate: 3000, Accepted: &accepted, Estimate: &estimate, Burst: &burst}
 	want := "  sending at 3000 units/min · API accepted 2950 units/min (last minute)\n" +
+		"  estimate: the API accepts 3061 units/min\n" +
 		"  burst available 500 units (= 10.0 s at the current rate)\n"
 	if got := paceLines(ws.Pace()); got != want {
 		t.Errorf("pace:\n%s\nwant\n%s", got, want)
+	}
+	for why, text := range map[run.NoEstimate]string{
+		run.EstimateNotYet:  "\n  estimate: none yet (no 429 or quota header so far)\n",
+		run.EstimateClassic: "\n  estimate: none (limiter.slow_start is off)\n",
+		run.EstimateFleet:   "\n  estimate: none of its own (the fleet sets its rate)\n",
+	} {
+		none := run.WorkerState{Rate: 3000, Accepted: &accepted, NoEstimate: why, Burst: &burst}
+		if got := paceLines(none.Pace()); !strings.Contains(got, text) {
+			t.Errorf("no estimate (%s):\n%s\nwant %q", why, got, text)
+		}
+	}
+	ws.Estimate = nil // an older worker: no estimate reported, none shown
+	if got := paceLines(ws.Pace()); strings.Contains(got, "estimate") {
+		t.Errorf("no estimate reported:\n%s", got)
 	}
 	ws.Accepted = nil
 	if got := paceLines(ws.Pace()); !strings.Contains(got, "API accepted: not measured") {

@@ -3,6 +3,7 @@ package run
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -512,13 +513,19 @@ func (plainSource) Close() error { return nil }
 // it from metrics.listen; nothing to ask gives nil.
 func TestWorkerState(t *testing.T) {
 	until := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	accepted, burst := 590.0, 0.0
-	want := WorkerState{ID: "w1", InFlight: 64, Paused: true, PausedUntil: until, Rate: 600, Accepted: &accepted, Burst: &burst}
+	accepted, estimate, burst := 590.0, 612.5, 0.0
+	want := WorkerState{ID: "w1", InFlight: 64, Paused: true, PausedUntil: until, Rate: 600, Accepted: &accepted,
+		Estimate: &estimate, Burst: &burst}
 	srv := httptest.NewServer(opsHandler(opsConfig{state: func() WorkerState { return want }}, prometheus.NewRegistry(), nil, nil))
 	defer srv.Close()
 	got, err := ReadWorkerState(t.Context(), config.Metrics{Listen: strings.TrimPrefix(srv.URL, "http://")})
 	if err != nil || got == nil || !reflect.DeepEqual(*got, want) {
 		t.Fatalf("ReadWorkerState = %+v, %v, want %+v", got, err, want)
+	}
+	// No estimate: null, and why.
+	b, err := json.Marshal(WorkerState{ID: "w1", Rate: 600, NoEstimate: EstimateNotYet})
+	if err != nil || !strings.Contains(string(b), `"estimate_units_per_minute":null,"estimate_none":"not_yet"`) {
+		t.Errorf("state without an estimate: %s, %v", b, err)
 	}
 	for _, listen := range []string{"off", "127.0.0.1:0"} {
 		if got, err := ReadWorkerState(t.Context(), config.Metrics{Listen: listen}); got != nil || err != nil {

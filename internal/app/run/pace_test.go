@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -99,4 +100,94 @@ sluice_limiter_burst_units 0
 	if n, err := testutil.GatherAndCount(reg, "sluice_limiter_accepted_units_per_minute"); err != nil || n != 0 {
 		t.Errorf("slow_start off: %d accepted samples (%v), want none", n, err)
 	}
+}
+
+// TestPaceEstimate: beside the two rates, the limiter's estimate of what
+// the API accepts: none in startup (and why), the law's figure after a
+// 429, scraped as sluice_limiter_estimate_units_per_minute only while
+// there is one; none of its own while following a fleet, with the classic
+// rules or disabled, each saying why.
+func TestPaceEstimate(t *testing.T) {
+	const name = "sluice_limiter_estimate_units_per_minute"
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := limiter.New(limiter.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(newPaceCollector(lim))
+		p := limiterPace(lim, lim.Stats())
+		if !math.IsNaN(p.Estimate) || p.NoEstimate != EstimateNotYet ||
+			p.EstimateText() != "estimate: none yet (no 429 or quota header so far)" {
+			t.Errorf("startup: %+v %q, want no estimate yet", p, p.EstimateText())
+		}
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 0 {
+			t.Errorf("startup: %d estimate samples (%v), want none", n, err)
+		}
+		tk, err := lim.Wait(t.Context(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim.Observe(tk, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Second})
+		st := lim.Stats()
+		p = limiterPace(lim, st)
+		if p.Estimate != st.Estimate || !(p.Estimate > 0) || p.NoEstimate != "" {
+			t.Fatalf("after a 429: %+v, want the limiter's estimate %v", p, st.Estimate)
+		}
+		if got, want := p.EstimateText(), fmt.Sprintf("estimate: the API accepts %.0f units/min", st.Estimate); got != want {
+			t.Errorf("EstimateText() = %q, want %q", got, want)
+		}
+		if got, ok := gauge(t, reg, name); !ok || got != st.Estimate {
+			t.Errorf("%s = %v (scraped %v), want %v", name, got, ok, st.Estimate)
+		}
+		// The /state answer carries it, and status reads it back.
+		ws := WorkerState{Rate: p.Sending, Estimate: finite(p.Estimate), NoEstimate: p.NoEstimate}
+		if back := ws.Pace(); back.Estimate != p.Estimate || back.EstimateText() != p.EstimateText() {
+			t.Errorf("through /state: %+v, want %+v", back, p)
+		}
+		lim.Follow(limiter.Adapt{Rate: 900}, time.Time{})
+		if p := limiterPace(lim, lim.Stats()); !math.IsNaN(p.Estimate) || p.NoEstimate != EstimateFleet {
+			t.Errorf("following: %+v, want none (fleet)", p)
+		}
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 0 {
+			t.Errorf("following: %d estimate samples (%v), want none", n, err)
+		}
+	})
+	for why, f := range map[NoEstimate]func(*limiter.Config){
+		EstimateClassic:  func(c *limiter.Config) { c.SlowStart = false },
+		EstimateDisabled: func(c *limiter.Config) { c.Disabled = true },
+	} {
+		cfg := limiter.DefaultConfig()
+		f(&cfg)
+		lim, err := limiter.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := limiterPace(lim, lim.Stats()); !math.IsNaN(p.Estimate) || p.NoEstimate != why || p.EstimateText() == "" {
+			t.Errorf("%s: %+v %q", why, p, p.EstimateText())
+		}
+	}
+	// A fleet's pace, or a worker that reports no estimate: nothing said.
+	if e := FleetPace(nil, "", nil).EstimateText(); e != "" {
+		t.Errorf("a fleet's estimate: %q, want none shown", e)
+	}
+	if e := (WorkerState{Rate: 600}).Pace().EstimateText(); e != "" {
+		t.Errorf("a worker that reports no estimate: %q, want none shown", e)
+	}
+}
+
+// gauge returns the value of reg's one sample of name, and whether there
+// is one.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) (float64, bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
 }

@@ -29,6 +29,11 @@ type WorkerState struct {
 	// minute; null when the limiter does not measure it (limiter.slow_start
 	// off, or disabled).
 	Accepted *float64 `json:"accepted_units_per_minute"`
+	// Estimate is what the limiter's adaptive law estimates the API
+	// accepts from this worker, units per minute; null when it has none,
+	// and then NoEstimate says why.
+	Estimate   *float64   `json:"estimate_units_per_minute"`
+	NoEstimate NoEstimate `json:"estimate_none,omitempty"`
 	// Burst is the units the limiter would send at once now; null when it
 	// is disabled (no bound).
 	Burst *float64 `json:"burst_units"`
@@ -40,7 +45,8 @@ type WorkerState struct {
 func workerState(p Probe, id string) WorkerState {
 	st, ws, pace := p.Limiter(), p.Worker(), p.Pace()
 	s := WorkerState{ID: id, InFlight: ws.InFlight, Paused: st.Paused, Rate: pace.Sending,
-		Accepted: finite(pace.Accepted), Burst: finite(pace.Burst), Disabled: st.Disabled}
+		Accepted: finite(pace.Accepted), Estimate: finite(pace.Estimate), NoEstimate: pace.NoEstimate,
+		Burst: finite(pace.Burst), Disabled: st.Disabled}
 	if st.Paused {
 		s.PausedUntil = st.PausedUntil.UTC()
 	}
@@ -48,12 +54,15 @@ func workerState(p Probe, id string) WorkerState {
 }
 
 // Pace is the pace the worker reported: NaN for a figure it did not report
-// (an older worker reports neither), and no bound to the burst of a
+// (an older worker reports none of them), and no bound to the burst of a
 // disabled limiter.
 func (s WorkerState) Pace() Pace {
-	p := Pace{Sending: s.Rate, Accepted: math.NaN(), Burst: math.NaN()}
+	p := Pace{Sending: s.Rate, Accepted: math.NaN(), Estimate: math.NaN(), NoEstimate: s.NoEstimate, Burst: math.NaN()}
 	if s.Accepted != nil {
 		p.Accepted = *s.Accepted
+	}
+	if s.Estimate != nil {
+		p.Estimate = *s.Estimate
 	}
 	switch {
 	case s.Disabled:

@@ -105,6 +105,7 @@ func uiSource(p snapshots, src sources.Source, members func() []cluster.Member, 
 		st, ws, pace := p.Limiter(), p.Worker(), p.Pace()
 		s := web.LiveSnapshot{
 			Rate: pace.Sending, Accepted: pace.Accepted, Burst: pace.Burst,
+			Estimate: pace.Estimate, NoEstimate: string(pace.NoEstimate),
 			Tokens: st.Tokens, Capacity: st.Capacity, Queue: st.Queue,
 			Paused: st.Paused, Instances: st.Instances, Share: st.Share, Disabled: st.Disabled,
 			Units:      st.Units,

@@ -69,6 +69,10 @@ func TestUISource(t *testing.T) {
 	if math.Abs(s.Burst-math.Max(s.Tokens, 0)) > 0.5 || s.Accepted != 0 { // two readings, a moment apart; a bucket below zero sends nothing
 		t.Errorf("burst %v (tokens %v), accepted %v; want the tokens and 0", s.Burst, s.Tokens, s.Accepted)
 	}
+	// No 429 or quota header yet: no estimate, and why.
+	if !math.IsNaN(s.Estimate) || s.NoEstimate != string(EstimateNotYet) {
+		t.Errorf("estimate %v (%q), want none yet", s.Estimate, s.NoEstimate)
+	}
 	if len(s.Jobs) != 2 || s.Jobs["succeeded"] != 7 || s.Jobs["dead_lettered"] != 1 || s.InFlight != 2 || s.Backlog != 17 || s.Members != nil {
 		t.Errorf("jobs %v, in flight %v, backlog %v, members %v", s.Jobs, s.InFlight, s.Backlog, s.Members)
 	}
