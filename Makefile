@@ -67,14 +67,15 @@ docs-slow:
 
 # The end-to-end figures of README.md and docs/ (regions marked (e2e)):
 # runs scripts/e2e-NAME.sh for each NAME of E2E (default strict zoo members
-# fleet: about 2 + 16 + 9 + 7 minutes, one after the other; nginx-light and haproxy
+# fleet faults: about 2 + 16 + 9 + 7 + 10 minutes, one after the other, the
+# last the fault suite of docs/reliability.md; nginx-light and haproxy
 # installed when missing, ports chosen free), keeps what each prints in
 # bin/docs-e2e/e2e-NAME.out, then writes each (e2e) region from the kept
 # output of its script, a failing run's too: the docs show what it did.
 # `make docs-e2e E2E=strict` runs one; E2E= writes the regions from the
 # outputs already kept there. A region whose script has no kept output is
 # left as it is.
-E2E ?= strict zoo members fleet
+E2E ?= strict zoo members fleet faults
 docs-e2e: build
 	@command -v nginx >/dev/null 2>&1 && command -v haproxy >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light haproxy; }
 	mkdir -p bin/docs-e2e
