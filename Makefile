@@ -94,14 +94,18 @@ check:
 	$(GO) tool staticcheck $(PKGS)
 	$(MAKE) test
 
-# The benchmark figures of docs/ (regions marked (bench)): each region's
-# scripts/bench-table.sh runs its benchmarks with -count (BenchmarkJob,
-# BenchmarkDrainRatio, BenchmarkReceiveAck and BenchmarkReceiveAckRatio:
-# a few minutes), one table at a time, and the region shows the medians and
-# ranges, the ratios to each baseline taken run by run, and the machine and
-# its load average. Run it on a quiet machine. REGION=REGEXP runs only the
-# regions whose file, line or command match, here and in docs, docs-slow
-# and docs-e2e.
+# The benchmark figures of docs/ (regions marked (bench)), one script at a
+# time: scripts/bench-table.sh runs its benchmarks with -count
+# (BenchmarkJob, BenchmarkDrainRatio, BenchmarkReceiveAck and
+# BenchmarkReceiveAckRatio: a few minutes), and the region shows the
+# medians and ranges, the ratios to each baseline taken run by run, and the
+# machine and its load average; then the floods of docs/operations.md and
+# docs/reliability.md with real processes: scripts/flood-profile.sh (CPU
+# profiles of three builds), scripts/bench-flood.sh (make bench-flood),
+# scripts/bench-flood-testserver.sh and scripts/e2e-faults.sh flood (make
+# flood), about 25 minutes together. Run it on a quiet machine;
+# REGION=REGEXP runs only the regions whose file, line or command match
+# (REGION=flood-profile), here and in docs, docs-slow and docs-e2e.
 docs-bench:
 	SLUICE_DOCS=bench SLUICE_DOCS_REGION='$(REGION)' $(GO) test -count=1 -timeout 30m -run '^TestDocs$$' ./cmd/sluice/
 
