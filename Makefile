@@ -53,7 +53,7 @@ test-browser:
 # parse, and `make docs-slow` runs them and compares.
 docs: build
 	$(GO) generate ./internal/app/config
-	SLUICE_DOCS=all $(GO) test -count=1 -timeout 40m -run '^TestDocs$$' ./cmd/sluice/
+	SLUICE_DOCS=all SLUICE_DOCS_REGION='$(REGION)' $(GO) test -count=1 -timeout 40m -run '^TestDocs$$' ./cmd/sluice/
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	rm -rf bin/docs-picture
 	SLUICE_ARTIFACTS=$(CURDIR)/bin/docs-picture SLUICE_BROWSER_REQUIRED=1 $(GO) test -tags browser -count=1 -timeout 10m -run '^TestBrowserDropQuota$$' ./browsertest/
@@ -63,18 +63,19 @@ docs: build
 # The (slow) regions run again and compared with what the docs hold, as
 # `make test` does for the others (about 7 minutes on 2 idle cores).
 docs-slow:
-	SLUICE_DOCS=slow $(GO) test -count=1 -timeout 40m -run '^TestDocs$$' ./cmd/sluice/
+	SLUICE_DOCS=slow SLUICE_DOCS_REGION='$(REGION)' $(GO) test -count=1 -timeout 40m -run '^TestDocs$$' ./cmd/sluice/
 
 # The end-to-end figures of README.md and docs/ (regions marked (e2e)):
 # runs scripts/e2e-NAME.sh for each NAME of E2E (default strict zoo members
-# fleet: about 2 + 16 + 9 + 7 minutes, one after the other; nginx-light and haproxy
+# fleet faults: about 2 + 16 + 9 + 7 + 10 minutes, one after the other, the
+# last the fault suite of docs/reliability.md; nginx-light and haproxy
 # installed when missing, ports chosen free), keeps what each prints in
 # bin/docs-e2e/e2e-NAME.out, then writes each (e2e) region from the kept
 # output of its script, a failing run's too: the docs show what it did.
 # `make docs-e2e E2E=strict` runs one; E2E= writes the regions from the
 # outputs already kept there. A region whose script has no kept output is
 # left as it is.
-E2E ?= strict zoo members fleet
+E2E ?= strict zoo members fleet faults
 docs-e2e: build
 	@command -v nginx >/dev/null 2>&1 && command -v haproxy >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light haproxy; }
 	mkdir -p bin/docs-e2e
@@ -84,7 +85,7 @@ docs-e2e: build
 		mv bin/docs-e2e/e2e-$$e.out.tmp bin/docs-e2e/e2e-$$e.out; \
 		tail -n 3 bin/docs-e2e/e2e-$$e.out; echo "docs-e2e: e2e-$$e exit status $$st"; \
 	done
-	SLUICE_DOCS=e2e SLUICE_DOCS_E2E=$(CURDIR)/bin/docs-e2e $(GO) test -count=1 -run '^TestDocs$$' ./cmd/sluice/
+	SLUICE_DOCS=e2e SLUICE_DOCS_REGION='$(REGION)' SLUICE_DOCS_E2E=$(CURDIR)/bin/docs-e2e $(GO) test -count=1 -run '^TestDocs$$' ./cmd/sluice/
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; gofmt -d $$out; exit 1; fi
@@ -93,14 +94,20 @@ check:
 	$(GO) tool staticcheck $(PKGS)
 	$(MAKE) test
 
-# The benchmark figures of docs/ (regions marked (bench)): each region's
-# scripts/bench-table.sh runs its benchmarks with -count (BenchmarkJob,
-# BenchmarkDrainRatio, BenchmarkReceiveAck and BenchmarkReceiveAckRatio:
-# a few minutes), one table at a time, and the region shows the medians and
-# ranges, the ratios to each baseline taken run by run, and the machine and
-# its load average. Run it on a quiet machine.
+# The benchmark figures of docs/ (regions marked (bench)), one script at a
+# time: scripts/bench-table.sh runs its benchmarks with -count
+# (BenchmarkJob, BenchmarkDrainRatio, BenchmarkReceiveAck and
+# BenchmarkReceiveAckRatio: a few minutes), and the region shows the
+# medians and ranges, the ratios to each baseline taken run by run, and the
+# machine and its load average; then the floods of docs/operations.md and
+# docs/reliability.md with real processes: scripts/flood-profile.sh (CPU
+# profiles of three builds), scripts/bench-flood.sh (make bench-flood),
+# scripts/bench-flood-testserver.sh and scripts/e2e-faults.sh flood (make
+# flood), about 25 minutes together. Run it on a quiet machine;
+# REGION=REGEXP runs only the regions whose file, line or command match
+# (REGION=flood-profile), here and in docs, docs-slow and docs-e2e.
 docs-bench:
-	SLUICE_DOCS=bench $(GO) test -count=1 -timeout 30m -run '^TestDocs$$' ./cmd/sluice/
+	SLUICE_DOCS=bench SLUICE_DOCS_REGION='$(REGION)' $(GO) test -count=1 -timeout 30m -run '^TestDocs$$' ./cmd/sluice/
 
 # Benchmarks: each one runs beside its baseline in the same process, so read
 # them as ratios (benchstat-friendly output in bench.txt).

@@ -8,7 +8,8 @@
 # whole run per job
 # (faults, NATS, testserver and worker, publishing included; with
 # /usr/bin/time), then the ratio of this tree's jobs/s to BASE's, per
-# pair and over all runs, and the ratio of their CPU per job.
+# pair and over all runs, and the ratio of their CPU per job; last, a line
+# "machine: CPU, cores, load average at the start and at the end".
 #
 # The flood measures sluice's worker, so the rest is held the same for
 # both commits: both floods call one testserver, BASE's unless
@@ -37,10 +38,14 @@ base/head | head/head | base/own | head/own) ;;
 	;;
 esac
 
+load() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo "?"; }
+start_load=$(load)
+
 root=$(git rev-parse --show-toplevel)
 base=$(git -C "$root" rev-parse --short "$BASE^{commit}")
 head=$(git -C "$root" rev-parse --short HEAD)
-if [ -n "$(git -C "$root" status --porcelain --untracked-files=no)" ]; then
+# "+changes" when the Go code differs from HEAD's (not for the docs).
+if [ -n "$(git -C "$root" status --porcelain --untracked-files=no -- '*.go' go.mod go.sum)" ]; then
 	head="$head+changes"
 fi
 tmp=$(mktemp -d)
@@ -118,3 +123,4 @@ awk -v base="$base" -v head="$head" '
 		printf "flood ratio (%d jobs, mean of %d runs each): %s/%s = %.3f\n", '"$JOBS"', nn, head, base, (sn / nn) / (so / no)
 		if (co > 0 && cn > 0) printf "CPU per job of all processes: %s/%s = %.3f\n", head, base, cn / co
 	}' "$tmp/runs"
+echo "machine: $(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -n 1), $(nproc) cores, load average $start_load at the start and $(load) at the end"

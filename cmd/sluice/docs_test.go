@@ -29,6 +29,12 @@ import (
 // sets "all", `make docs-e2e` "e2e", `make docs-bench` "bench".
 const envDocs = "SLUICE_DOCS"
 
+// envDocsRegion, when set, is a regular expression: only the regions whose
+// name (file:line and command, as Region.Name gives it) matches it are run;
+// the others are left as they are. `make docs-bench REGION=flood-profile`
+// writes one table instead of every one.
+const envDocsRegion = "SLUICE_DOCS_REGION"
+
 // envDocsE2E names the directory where `make docs-e2e` keeps what each
 // end-to-end script printed, in NAME.out for scripts/NAME.sh.
 const envDocsE2E = "SLUICE_DOCS_E2E"
@@ -156,6 +162,10 @@ func TestDocs(t *testing.T) {
 		// run of its own without it.
 		t.Skip("the docs' regions are checked without -race (make test does)")
 	}
+	only, err := regexp.Compile(os.Getenv(envDocsRegion))
+	if err != nil {
+		t.Fatalf("%s: %v", envDocsRegion, err)
+	}
 	kept := os.Getenv(envDocsE2E)
 	if mode == "e2e" {
 		if kept == "" {
@@ -183,7 +193,7 @@ func TestDocs(t *testing.T) {
 	for file, rs := range regions {
 		// A region that failed keeps its old text; the others are
 		// written, so that one flaky run does not cost a whole make docs.
-		bodies, changed := docsFile(t, rs, mode, kept, &runs)
+		bodies, changed := docsFile(t, rs, mode, kept, only, &runs)
 		if !changed {
 			continue
 		}
@@ -194,10 +204,11 @@ func TestDocs(t *testing.T) {
 }
 
 // docsFile checks or writes the regions of one file, as docsPlan says;
-// it returns their bodies and whether it wrote any. Deterministic regions
+// it returns their bodies and whether it wrote any. Only the regions whose
+// name matches only run. Deterministic regions
 // run two at a time, then the slow ones, then the wall-clock ones one at
 // a time (their figures are timings).
-func docsFile(t *testing.T, rs []docs.Region, mode, kept string, runs *memo) ([]string, bool) {
+func docsFile(t *testing.T, rs []docs.Region, mode, kept string, only *regexp.Regexp, runs *memo) ([]string, bool) {
 	t.Helper()
 	bodies := make([]string, len(rs))
 	changed := false
@@ -207,7 +218,7 @@ func docsFile(t *testing.T, rs []docs.Region, mode, kept string, runs *memo) ([]
 	for i, r := range rs {
 		bodies[i] = r.Body
 		act := docsPlan(r, mode)
-		if !commandsParse(t, r) || act == docsParse {
+		if !commandsParse(t, r) || act == docsParse || !only.MatchString(r.Name()) {
 			continue
 		}
 		changed = changed || act == docsWrite
