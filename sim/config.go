@@ -111,6 +111,10 @@ type Config struct {
 	// CountRefused makes APIWindow and APIFixed count the units of a
 	// refused call against the quota too.
 	CountRefused bool
+	// NoRetryAfter makes the API answer a refusal with a 429 and no
+	// Retry-After, as nginx's limit_req, Envoy's local rate limit and
+	// HAProxy's deny do by default.
+	NoRetryAfter bool
 	// Concurrency, when > 0, makes the API refuse a call with a 429 and no
 	// Retry-After when that many calls are in flight. With it, a call is in
 	// flight from the instant it is sent until its answer arrives (the

@@ -174,3 +174,31 @@ func TestConfigValidateAPIs(t *testing.T) {
 		t.Errorf("idle 14m with steady_from 60s in 15m: %v", err)
 	}
 }
+
+// With NoRetryAfter every refusal reaches the limiter as a throttle with
+// no Retry-After; without it, the same run's refusals name one.
+func TestNoRetryAfter(t *testing.T) {
+	for _, none := range []bool{false, true} {
+		c := DefaultConfig()
+		c.API, c.Quota, c.BurstUnits = APILeaky, 1200, 5
+		c.Duration = 2 * time.Minute
+		c.NoRetryAfter = none
+		throttles, named := 0, 0
+		if _, err := run(c, func(op coreOp) {
+			if op.Op == "observe" && op.Outcome.Kind == call.Throttle {
+				throttles++
+				if op.Outcome.RetryAfter != 0 {
+					named++
+				}
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if throttles == 0 {
+			t.Fatalf("NoRetryAfter %v: no call refused", none)
+		}
+		if none && named != 0 || !none && named != throttles {
+			t.Fatalf("NoRetryAfter %v: %d of %d refusals name a Retry-After", none, named, throttles)
+		}
+	}
+}

@@ -44,6 +44,7 @@ type ServerConfig struct {
 	BurstUnits   float64
 	FillInterval time.Duration      // APIBucket: how often tokens are added; default 1s
 	CountRefused bool               // APIWindow, APIFixed: a refused call counts against the quota too
+	NoRetryAfter bool               // a 429 names no Retry-After, in its header or its body
 	Quota        float64            // units per Window; default 3000
 	Window       time.Duration      // default 60s
 	DefaultCost  float64            // units of a call with no cost header and no priced type; default 1
@@ -225,6 +226,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, callReply{Accepted: true, Units: cost})
 	case wait < 0:
 		writeJSON(w, http.StatusRequestEntityTooLarge, callReply{Units: cost, Error: fmt.Sprintf("cost %v is above what the api ever accepts at once (quota %v)", cost, s.cfg.Quota)})
+	case s.cfg.NoRetryAfter:
+		writeJSON(w, http.StatusTooManyRequests, callReply{Units: cost, Error: "quota exceeded"})
 	default:
 		ra := RetryAfterSeconds(wait)
 		w.Header().Set("Retry-After", strconv.Itoa(ra))

@@ -148,6 +148,21 @@ func TestServerLeaky(t *testing.T) {
 	}
 }
 
+// A gateway's refusal with NoRetryAfter: a 429 that names no wait, in its
+// header or its body.
+func TestServerNoRetryAfter(t *testing.T) {
+	s, _ := newTestServer(t, func(c *ServerConfig) {
+		c.API, c.Quota, c.BurstUnits, c.NoRetryAfter = APILeaky, 60, 1, true
+	})
+	if rec := serve(t, s, map[string]string{"X-Cost": "1"}); rec.Code != http.StatusOK {
+		t.Fatalf("first call: %d", rec.Code)
+	}
+	rec := serve(t, s, map[string]string{"X-Cost": "1"})
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "" || strings.Contains(rec.Body.String(), "retry_after") {
+		t.Fatalf("refusal: %d Retry-After %q body %s, want 429 with no wait named", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+}
+
 // The fixed window, with refused calls counted, and Envoy's bucket over
 // HTTP: Retry-After to the reset and to the fill that makes room, rounded
 // up; the fixed window's quota headers count down to the reset.

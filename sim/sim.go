@@ -427,7 +427,9 @@ func (r *runner) reach(e *event) {
 		if wait < 0 { // larger than the quota left: come back after a window
 			wait = r.cfg.Window
 		}
-		resp.ra = RetryAfterSeconds(wait)
+		if !r.cfg.NoRetryAfter {
+			resp.ra = RetryAfterSeconds(wait)
+		}
 		r.throttled++
 		r.thrSec[sec]++
 	}

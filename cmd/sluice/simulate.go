@@ -33,6 +33,7 @@ bucket, Envoy's local rate limit: at most --burst-units tokens (default: one
 fill), refilled every --fill-interval with quota × interval / window tokens,
 Retry-After to the fill that makes room. --count-refused (window, fixed): a
 refused call counts against the quota too (HAProxy's stick-table counters).
+--no-retry-after: a refusal names no Retry-After, as gateways answer.
 --concurrency N: the API also refuses a call, with a 429 and no Retry-After,
 when N calls are in flight; a call is in flight for its whole round trip
 (--latency, 100 ms). --idle D: the demand starts after D, and every figure
@@ -88,6 +89,7 @@ time. See docs/simulator.md.`,
 	fl.Float64Var(&f.Burst, "burst-units", 5, "with --api leaky: units a call may go ahead of the steady rate; with --api bucket: the bucket's size (default one fill)")
 	fl.DurationVar(&f.FillInterval, "fill-interval", sim.DefaultFillInterval, "with --api bucket: how often quota × interval / window tokens are added")
 	fl.BoolVar(&f.CountRefused, "count-refused", false, "with --api window or fixed: a refused call counts against the quota too")
+	fl.BoolVar(&f.NoRetryAfter, "no-retry-after", false, "answer a refusal with a 429 and no Retry-After, as nginx limit_req, Envoy and HAProxy do by default")
 	fl.IntVar(&f.Concurrency, "concurrency", 0, "the API refuses a call (429, no Retry-After) when this many are in flight; 0: no limit")
 	fl.DurationVar(&f.Latency, "latency", 100*time.Millisecond, "mean round trip of a call (jitter ±20 ms, at most a fifth of it)")
 	fl.DurationVar(&f.Idle, "idle", 0, "the demand starts after this; with --zoo, the idle rows' (default 60s; 0: none)")

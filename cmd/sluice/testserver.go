@@ -31,6 +31,8 @@ at the start, that gains quota × --fill-interval / --window tokens at every
 --fill-interval; a refused call's Retry-After is the seconds until the fill
 that makes room. --count-refused (window, fixed): a refused call counts
 against the quota too, as HAProxy's stick-table counters do.
+--no-retry-after: a refusal names no Retry-After, as nginx limit_req, Envoy
+and HAProxy answer by default.
 
 Every request is a call, whatever its method and path, except GET /stats and
 GET /jobs. A call costs the X-Cost header's units, or its job type's price
@@ -69,6 +71,7 @@ stats as JSON. See docs/simulator.md.`,
 	fl.Float64Var(&f.Burst, "burst-units", 5, "with --api leaky: units a call may go ahead of the steady rate; with --api bucket: the bucket's size (default one fill)")
 	fl.DurationVar(&f.FillInterval, "fill-interval", sim.DefaultFillInterval, "with --api bucket: how often quota × interval / window tokens are added")
 	fl.BoolVar(&f.CountRefused, "count-refused", false, "with --api window or fixed: a refused call counts against the quota too")
+	fl.BoolVar(&f.NoRetryAfter, "no-retry-after", false, "answer a refusal with a 429 and no Retry-After, as nginx limit_req, Envoy and HAProxy do by default")
 	fl.Float64Var(&f.Quota, "quota", 3000, "hidden quota, units per window")
 	fl.DurationVar(&f.Window, "window", sim.DefaultWindowSpan, "length of the sliding or fixed window, and the span of --quota")
 	fl.StringVar(&f.Listen, "listen", "127.0.0.1:8080", "address to listen on")

@@ -28,6 +28,7 @@ type ServerOptions struct {
 	BurstSet     bool // --burst-units was given
 	FillInterval time.Duration
 	CountRefused bool
+	NoRetryAfter bool
 	Quota        float64
 	Window       time.Duration
 	Listen       string
@@ -114,7 +115,7 @@ func (o ServerOptions) Config() (sim.ServerConfig, error) {
 	if o.CountRefused && api != sim.APIWindow && api != sim.APIFixed {
 		return cfg, fmt.Errorf("--count-refused: applies to --api window or fixed, got --api %s", api)
 	}
-	cfg.API, cfg.BurstUnits, cfg.CountRefused = api, o.Burst, o.CountRefused
+	cfg.API, cfg.BurstUnits, cfg.CountRefused, cfg.NoRetryAfter = api, o.Burst, o.CountRefused, o.NoRetryAfter
 	if api == sim.APIBucket {
 		if o.FillInterval <= 0 {
 			return cfg, fmt.Errorf("--fill-interval: must be > 0, got %v", o.FillInterval)
