@@ -19,7 +19,7 @@ const (
 	probeBase       = 4 * time.Second        // the least probe interval
 	probeMaxFactor  = 64                     // the probe interval grows to this many times its base
 	probeStep       = 0.02                   // a probe's step, a fraction of the ceil
-	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new,
+	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure),
 	sameDrop        = 0.25                   // nor one at most this fraction below it: noise, not a new capacity
 	pacerBurst      = 10 * time.Millisecond  // the pacer's bucket, as time at the rate
 	lawRetryAfter   = time.Second            // the pause for a refusal that names no wait
@@ -210,8 +210,11 @@ func (l *law) refused(t, sent, ra time.Duration) bool {
 	}
 	c, ceil := prev, prev
 	switch {
-	case l.startup && a < prev/2:
-		c, ceil = a, a // the API accepted less than half the rate: a measure
+	case l.startup && a < (1-sameBound)*prev/2:
+		// The API accepted clearly less than half the rate: a measure.
+		// Within sameBound of half, it took what was sent before the last
+		// doubling, and the capacity is anywhere up to the rate.
+		c, ceil = a, a
 	case l.startup:
 		c = prev / 2 // the rate before the last doubling
 	case a < 0.99*prev && prev > lawMargin*l.bound*1.001 && prev < lawMargin*l.ceil*0.995:

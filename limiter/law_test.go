@@ -264,3 +264,26 @@ func TestLawPausesWithoutRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// A startup refusal whose estimate is within 5% of half the rate found
+// only that the API took what was sent before the last doubling: the
+// climb goes back toward the refused rate. Clearly less than half is a
+// measure, and the ceiling is the estimate.
+func TestLawStartupMeasure(t *testing.T) {
+	for _, tc := range []struct {
+		perMin   float64 // what the API accepted in the 4 s before the refusal
+		wantCeil float64
+	}{
+		{0.97 * 6000, 12000}, // about the rate before the doubling: no measure
+		{0.80 * 6000, 0.80 * 6000},
+	} {
+		l := testLaw(t, ControllerAIMD, 12000)
+		fill(l, 0, 4*time.Second, tc.perMin)
+		if !l.refused(4*time.Second+50*time.Millisecond, 4*time.Second, 0) {
+			t.Fatal("the startup refusal did not move the rate")
+		}
+		if math.Abs(l.ceil-tc.wantCeil) > 0.02*tc.wantCeil || l.startup {
+			t.Fatalf("accepted %.0f/min: ceiling %.0f, startup %v; want ceiling %.0f after startup", tc.perMin, l.ceil, l.startup, tc.wantCeil)
+		}
+	}
+}
