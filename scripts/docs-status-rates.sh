@@ -28,20 +28,9 @@ paused) quota=100 jobs=2000 workers=1 ;;
 *) echo "docs-status-rates: want worker, members or paused" >&2; exit 2 ;;
 esac
 cd "$(dirname "$0")/.."
-bin=$(pwd)/bin/sluice
-[ -x "$bin" ] || { echo "docs-status-rates: $bin is missing: make build" >&2; exit 1; }
 . scripts/e2e-lib.sh
+built_sluice
 in_work sluice-docs
-
-# wait_log FILE PATTERN: waits up to 30 s for a line of FILE matching PATTERN.
-wait_log() {
-	i=0
-	until grep -q "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ "$i" -le 300 ] || { echo "docs-status-rates: no \"$2\" in $1 after 30 s" >&2; tail -n 20 "$1" >&2; exit 1; }
-		sleep 0.1
-	done
-}
 
 cd "$work"
 api_kind=window

@@ -9,20 +9,9 @@ set -eu
 unset NATS_URL SLUICE_CONFIG SLUICE_TARGET GOOGLE_CLOUD_PROJECT OTEL_EXPORTER_OTLP_ENDPOINT
 
 cd "$(dirname "$0")/.."
-bin=$(pwd)/bin/sluice
-[ -x "$bin" ] || { echo "docs-status: $bin is missing: make build" >&2; exit 1; }
 . scripts/e2e-lib.sh
+built_sluice
 in_work sluice-docs
-
-# wait_log FILE PATTERN: waits up to 30 s for a line of FILE matching PATTERN.
-wait_log() {
-	i=0
-	until grep -q "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ "$i" -le 300 ] || { echo "docs-status: no \"$2\" in $1 after 30 s" >&2; tail -n 20 "$1" >&2; exit 1; }
-		sleep 0.1
-	done
-}
 
 cd "$work"
 "$bin" testserver --quota 6000 --listen 127.0.0.1:0 >testserver.out 2>testserver.log &

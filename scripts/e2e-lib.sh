@@ -79,6 +79,24 @@ CONF
 	return 1
 }
 
+# built_sluice: sets $bin to the project's bin/sluice (make build), run
+# from the project's root, or exits naming what is missing.
+built_sluice() {
+	bin=$(pwd)/bin/sluice
+	[ -x "$bin" ] || { echo "$(basename "$0"): $bin is missing: make build" >&2; exit 1; }
+}
+
+# wait_log FILE PATTERN: waits up to 30 s for a line of FILE matching
+# PATTERN; else prints the log's last lines and exits with status 1.
+wait_log() {
+	i=0
+	until grep -q "$2" "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ "$i" -le 300 ] || { echo "$(basename "$0"): no \"$2\" in $1 after 30 s" >&2; tail -n 20 "$1" >&2; exit 1; }
+		sleep 0.1
+	done
+}
+
 # in_work NAME: makes $work, a temporary directory, and on exit (or INT,
 # TERM) stops every process in $pids and removes $work, keeping the exit
 # status.
