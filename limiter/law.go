@@ -88,7 +88,6 @@ func (s *tally) sum(v *[binCount]float64, from, to time.Duration) float64 {
 type law struct {
 	min, max float64 // the rate's limits for this part of the budget
 	cubic    bool    // probes follow x³/16, not x
-	maxPause time.Duration
 
 	past tally
 	rate float64 // the pacing rate, units per minute
@@ -113,7 +112,7 @@ type law struct {
 }
 
 func newLaw(cfg Config, rate, lo, hi float64) *law {
-	l := &law{min: lo, max: hi, cubic: cfg.Controller == ControllerCUBIC, maxPause: cfg.MaxPause,
+	l := &law{min: lo, max: hi, cubic: cfg.Controller == ControllerCUBIC,
 		rate: rate, startup: true, hold: probeBase, from: -1, refs: noRefs, noise: math.MinInt64 / 2,
 		window: cfg.Window, wfrom: fromRefusal}
 	if cfg.Window > 0 {
@@ -188,8 +187,10 @@ func (l *law) estimate(sent, ra time.Duration) (a float64, ok bool) {
 }
 
 // refused applies a refusal at t of a request sent at sent, with the
-// Retry-After ra (0: none). It returns whether the rate changed.
-func (l *law) refused(t, sent, ra time.Duration) bool {
+// Retry-After ra (0: none), after which the limiter sends again at resume
+// (the end of the pause max_pause allows). It returns whether the rate
+// changed.
+func (l *law) refused(t, sent, ra, resume time.Duration) bool {
 	if sent < l.cut || sent < l.open {
 		// One of the refusals the last cut answered, or a request sent
 		// before the API said it would take more (a pause shorter than
@@ -246,7 +247,7 @@ func (l *law) refused(t, sent, ra time.Duration) bool {
 	l.open = t + min(max(ra, 0), MaxWindow)
 	copy(l.refs[1:], l.refs[:])
 	l.refs[0] = sent // the API was full then
-	l.from = t + min(max(ra, 0), l.maxPause)
+	l.from = resume
 	return true
 }
 

@@ -49,7 +49,7 @@ func drive(l *law, admit func(time.Duration, float64) bool, d, rtt, ra time.Dura
 				l.accepted(a.sent, 1)
 				per[a.sent/time.Second]++
 				l.raise(t)
-			} else if l.refused(t, a.sent, ra); ra > 0 {
+			} else if refuse(l, t, a.sent, ra); ra > 0 {
 				next = max(next, t+ra)
 			}
 		}
@@ -129,7 +129,7 @@ func TestLawFindsLeakyRate(t *testing.T) {
 func TestLawRetryAfterOfADay(t *testing.T) {
 	l := testLaw(t, ControllerAIMD, 6000)
 	fill(l, 0, 20*time.Second, 3000)
-	l.refused(20*time.Second+50*time.Millisecond, 20*time.Second, 24*time.Hour)
+	refuse(l, 20*time.Second+50*time.Millisecond, 20*time.Second, 24*time.Hour)
 	// The best span is the whole 20 s, stretched by the longest window the
 	// law models less a second.
 	want := lawMargin * 1000 * 60 / (20 + MaxWindow.Seconds() - 1)
@@ -145,14 +145,14 @@ func TestLawProbeInterval(t *testing.T) {
 	l := testLaw(t, ControllerAIMD, 1000)
 	l.startup, l.bound, l.ceil, l.rate, l.cut, l.from = false, 1000, 1000, lawMargin*1000, time.Second, 0
 	fill(l, 0, 2*time.Second, 1000)
-	if l.refused(2*time.Second, 2*time.Second, 0) {
+	if refuse(l, 2*time.Second, 2*time.Second, 0) {
 		t.Fatal("a refusal at the bound within a window of the cut moved the rate")
 	}
 	hold := l.hold
 	for i, at := 0, 30*time.Second; i < 12; i, at = i+1, at+time.Hour {
 		l.rate = 1010 // probing above the bound
 		fill(l, at-20*time.Second, at, 1000)
-		if !l.refused(at, at, 0) {
+		if !refuse(l, at, at, 0) {
 			t.Fatalf("refusal %d while probing: the rate did not move", i)
 		}
 		if l.rate != lawMargin*1000 {
@@ -217,7 +217,7 @@ func fill(l *law, from, to time.Duration, perMin float64) {
 func TestLawWindowSources(t *testing.T) {
 	learned := testLaw(t, ControllerAIMD, 600)
 	fill(learned, 0, 10*time.Second, 600)
-	learned.refused(10*time.Second, 10*time.Second, 3*time.Second)
+	refuse(learned, 10*time.Second, 10*time.Second, 3*time.Second)
 	if learned.window != 12*time.Second {
 		t.Fatalf("learned W = %v, want the span (10 s) and the Retry-After beyond a second (2 s)", learned.window)
 	}
@@ -229,7 +229,7 @@ func TestLawWindowSources(t *testing.T) {
 	cfg.Window = 30 * time.Second
 	fixed := newLaw(cfg, 600, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute)
 	fill(fixed, 0, 10*time.Second, 600)
-	fixed.refused(10*time.Second, 10*time.Second, 3*time.Second)
+	refuse(fixed, 10*time.Second, 10*time.Second, 3*time.Second)
 	fixed.announce(time.Minute)
 	if fixed.window != 30*time.Second {
 		t.Fatalf("W with limiter.window 30s = %v, want it unchanged", fixed.window)
@@ -279,11 +279,16 @@ func TestLawStartupMeasure(t *testing.T) {
 	} {
 		l := testLaw(t, ControllerAIMD, 12000)
 		fill(l, 0, 4*time.Second, tc.perMin)
-		if !l.refused(4*time.Second+50*time.Millisecond, 4*time.Second, 0) {
+		if !refuse(l, 4*time.Second+50*time.Millisecond, 4*time.Second, 0) {
 			t.Fatal("the startup refusal did not move the rate")
 		}
 		if math.Abs(l.ceil-tc.wantCeil) > 0.02*tc.wantCeil || l.startup {
 			t.Fatalf("accepted %.0f/min: ceiling %.0f, startup %v; want ceiling %.0f after startup", tc.perMin, l.ceil, l.startup, tc.wantCeil)
 		}
 	}
+}
+
+// refuse tells l of a refusal as a Core with the default max_pause does.
+func refuse(l *law, t, sent, ra time.Duration) bool {
+	return l.refused(t, sent, ra, t+min(max(ra, 0), DefaultConfig().MaxPause))
 }

@@ -13,7 +13,7 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 		if retryAfter <= 0 {
 			retryAfter = lawRetryAfter // a 429 says slow down even without a wait
 		}
-		if c.law.refused(t, sent, retryAfter) {
+		if c.law.refused(t, sent, retryAfter, t+min(retryAfter, c.cfg.MaxPause)) {
 			c.takeLaw()
 		}
 		if until, ok := c.pauseEnd(t, c.restartBackoff(sent, retryAfter)); ok {
