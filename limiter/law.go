@@ -191,7 +191,7 @@ func (l *law) estimate(sent, ra time.Duration) (a float64, ok bool) {
 // (the end of the pause max_pause allows). It returns whether the rate
 // changed.
 func (l *law) refused(t, sent, ra, resume time.Duration) bool {
-	if sent < l.cut || sent < l.open {
+	if sent < l.open { // open is never before cut
 		// One of the refusals the last cut answered, or a request sent
 		// before the API said it would take more (a pause shorter than
 		// its Retry-After, capped by max_pause): the same overshoot.

@@ -24,16 +24,10 @@ import (
 	"github.com/sluicehq/sluice/limiter"
 )
 
+// gaugeValue returns reg's gauge name, NaN when there is none.
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
+	if v, ok := backends.Gauge(t, reg, name); ok {
+		return v
 	}
 	return math.NaN()
 }

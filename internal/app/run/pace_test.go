@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/limiter"
 )
 
@@ -137,7 +138,7 @@ func TestPaceEstimate(t *testing.T) {
 		if got, want := p.EstimateText(), fmt.Sprintf("estimate: the API accepts %.0f units/min", st.Estimate); got != want {
 			t.Errorf("EstimateText() = %q, want %q", got, want)
 		}
-		if got, ok := gauge(t, reg, name); !ok || got != st.Estimate {
+		if got, ok := backends.Gauge(t, reg, name); !ok || got != st.Estimate {
 			t.Errorf("%s = %v (scraped %v), want %v", name, got, ok, st.Estimate)
 		}
 		// The /state answer carries it, and status reads it back.
@@ -174,20 +175,4 @@ func TestPaceEstimate(t *testing.T) {
 	if e := (WorkerState{Rate: 600}).Pace().EstimateText(); e != "" {
 		t.Errorf("a worker that reports no estimate: %q, want none shown", e)
 	}
-}
-
-// gauge returns the value of reg's one sample of name, and whether there
-// is one.
-func gauge(t *testing.T, reg *prometheus.Registry, name string) (float64, bool) {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
 }
