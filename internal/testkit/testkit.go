@@ -1,7 +1,8 @@
 // Package testkit holds the helpers that tests of several packages share:
 // polling for an event of the real network, a buffer for concurrent
-// writers, an HTTP GET, the in-process command-line runner and the metric
-// tables of the docs. It imports only the standard library, so the tests of
+// writers, an HTTP GET, the in-process command-line runner, the metric
+// tables of the docs and the check of a docs' example against the type the
+// code writes it with. It imports only the standard library, so the tests of
 // the lowest packages can use it; the backends a test starts (an embedded
 // JetStream server, the Pub/Sub fake) are in testkit/backends.
 package testkit
