@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,12 +78,34 @@ func (s *Source) connect(url string) error {
 	return nil
 }
 
+// ensureStream creates the stream want, or updates it when its stored
+// config differs in what want sets (subjects, retention, storage, the
+// duplicate window when set). A stream that already is as wanted is left
+// alone: every worker of a fleet sets it up at its start, and an update
+// while another worker creates its consumer on the stream trips a data
+// race inside nats-server (v2.15.2, under the race detector).
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	st, err := js.Stream(ctx, want.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		have := st.CachedInfo().Config
+		if slices.Equal(have.Subjects, want.Subjects) && have.Retention == want.Retention && have.Storage == want.Storage &&
+			(want.Duplicates == 0 || have.Duplicates == want.Duplicates) {
+			return st, nil
+		}
+	}
+	return js.CreateOrUpdateStream(ctx, want)
+}
+
 // bind sets up or looks up the stream and the consumer.
 func (s *Source) bind(ctx context.Context) error {
 	c := s.cfg
 	if c.Setup {
 		if err := retryServerError(ctx, func() error {
-			st, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			st, err := ensureStream(ctx, s.js, jetstream.StreamConfig{
 				Name:       c.Stream,
 				Subjects:   c.Subjects,
 				Retention:  jetstream.WorkQueuePolicy,
@@ -97,7 +120,7 @@ func (s *Source) bind(ctx context.Context) error {
 			return fmt.Errorf("jetstream: set up stream %q: %w", c.Stream, err)
 		}
 		if err := retryServerError(ctx, func() error {
-			_, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			_, err := ensureStream(ctx, s.js, jetstream.StreamConfig{
 				Name:     c.DeadLetterStream,
 				Subjects: []string{c.DeadLetterSubject},
 				Storage:  jetstream.FileStorage,
