@@ -31,11 +31,13 @@ const (
 	// reached by the rules, which raise from what the API accepts...
 	rateFactor = 10
 	// ...unless it is within raiseFactor of the rate held before: one
-	// raise of the rules at most doubles the rate (slow start).
+	// raise of the rules at most doubles the rate (startup).
 	raiseFactor = 2
-	// maxPlateau bounds the plateau after a cut: longer than any the rules
-	// set.
-	maxPlateau = time.Hour
+	// maxHold bounds the adaptive law's probe interval: longer than any
+	// the law sets.
+	maxHold = time.Hour
+	// maxProbes bounds the law's count of probes since a cut.
+	maxProbes = 1 << 20
 )
 
 // problem is one value of shared state that broke its rule.
@@ -76,19 +78,22 @@ func decodeFleetState(data []byte) (limiter.FleetState, error) {
 // checkFleetState returns s as the reader r may use it, and what broke its
 // rule (nothing: s is returned as it is). The rules, by meaning:
 //   - A time that a writer took from its clock (when it wrote the state,
-//     cut, restarted a clock) is not after r.now + maxSkew; later, it is
-//     r.now.
+//     cut, moved the rate) is not after r.now + maxSkew; later, it is
+//     r.now. The law's open (when the API said it takes more) is at most
+//     the longest window the law models ahead.
 //   - The end of the fleet's pause is at most max_pause (+ maxSkew) after
-//     r.now; later, no writer's rules set it, and there is no pause. The end
-//     of the hold after slow start is at most a minute and max_pause after
-//     r.now; later, it is that.
+//     r.now; later, no writer's rules set it, and there is no pause.
 //   - A rate is a finite number in [min, max], and at most rateFactor
-//     times what the fleet was measured to accept (the quota in the
-//     state, the fleet's last minute) or the initial rate, whichever is
-//     more, unless it is within raiseFactor of the rate r.held.
-//   - A count (units accepted) is finite and not negative, and at most
-//     rateFactor times max; a duration (CUBIC's K, the plateau) is finite,
-//     not negative and within its own bound.
+//     times what the fleet was measured to accept (the law's estimate, the
+//     fleet's last minute) or the initial rate, whichever is more, unless
+//     it is within raiseFactor of the rate r.held.
+//   - An estimate (the law's bound and ceil) is finite and in [0,
+//     rateFactor × max]; a count or a duration (probes, the probe
+//     interval, W, CUBIC's K) is finite, not negative and within its own
+//     bound; W's source is one the law names.
+//   - With the adaptive law (slow_start) the state has the law's part
+//     (without, the law goes on from the rate); with the classic rules it
+//     has none.
 func checkFleetState(s limiter.FleetState, r reading) (limiter.FleetState, []problem) {
 	var ps []problem
 	bad := func(field, format string, args ...any) { ps = append(ps, problem{field, fmt.Sprintf(format, args...)}) }
@@ -106,29 +111,42 @@ func checkFleetState(s limiter.FleetState, r reading) (limiter.FleetState, []pro
 		bad("paused_until", "%s is %v ahead, more than max_pause %v", s.PausedUntil.Format(time.RFC3339), s.PausedUntil.Sub(r.now).Round(time.Second), r.cfg.MaxPause)
 		s.PausedUntil = time.Time{}
 	}
-	if end := r.now.Add(time.Minute + r.cfg.MaxPause + maxSkew); s.HoldUntil.After(end) {
-		bad("hold_until", "%s is %v ahead, more than a minute and max_pause", s.HoldUntil.Format(time.RFC3339), s.HoldUntil.Sub(r.now).Round(time.Second))
-		s.HoldUntil = end
+	hi := r.cfg.MaxUnitsPerMinute
+	estimate := 0.0
+	switch adaptive := r.cfg.SlowStart && !r.cfg.Disabled; {
+	case adaptive && s.Law == nil:
+		bad("law", "none, while slow_start is on (a worker alone wrote only its rate, or an older version): the law goes on from the rate")
+	case !adaptive && s.Law != nil:
+		bad("law", "present, while slow_start is off")
+		s.Law = nil
 	}
-
-	lo, hi := r.cfg.MinUnitsPerMinute, r.cfg.MaxUnitsPerMinute
-	if !finite(s.Accepted) || s.Accepted < 0 || s.Accepted > rateFactor*hi {
-		bad("accepted", "%v is not a count of units in [0, %v]", s.Accepted, rateFactor*hi)
-		s.Accepted = 0
+	if s.Law != nil {
+		l := *s.Law
+		checkLaw(&l, r, bad, past)
+		estimate = l.Bound
+		s.Law = &l
 	}
-	measured := max(s.Accepted, r.accepted, r.cfg.InitialUnitsPerMinute)
-	limit := max(rateFactor*measured, raiseFactor*r.held)
-	switch {
-	case math.IsNaN(s.Rate):
-		bad("rate", "NaN")
-		s.Rate = r.cfg.InitialUnitsPerMinute
-	case s.Rate < lo || s.Rate > hi && hi <= limit:
-		bad("rate", "%v is outside [min %v, max %v]", s.Rate, lo, hi)
-		s.Rate = min(max(s.Rate, lo), hi)
-	case s.Rate > limit:
-		bad("rate", "%v is more than %d times what the fleet was measured to accept (%v) and %d times the rate before (%v)",
-			s.Rate, rateFactor, measured, raiseFactor, r.held)
-		s.Rate = max(min(limit, hi), lo)
+	check := func(field string, rate *float64) {
+		lo := r.cfg.MinUnitsPerMinute
+		measured := max(estimate, r.accepted, r.cfg.InitialUnitsPerMinute)
+		limit := max(rateFactor*measured, raiseFactor*r.held)
+		switch {
+		case math.IsNaN(*rate):
+			bad(field, "NaN")
+			*rate = r.cfg.InitialUnitsPerMinute
+		case *rate < lo || *rate > hi && hi <= limit:
+			bad(field, "%v is outside [min %v, max %v]", *rate, lo, hi)
+			*rate = min(max(*rate, lo), hi)
+		case *rate > limit:
+			bad(field, "%v is more than %d times what the fleet was measured to accept (%v) and %d times the rate before (%v)",
+				*rate, rateFactor, measured, raiseFactor, r.held)
+			*rate = max(min(limit, hi), lo)
+		}
+	}
+	check("rate", &s.Rate)
+	if s.Law != nil {
+		check("law.rate", &s.Law.Rate)
+		s.Rate = s.Law.Rate
 	}
 	if !finite(s.WMax) || s.WMax < 0 || s.WMax > hi {
 		bad("w_max", "%v is not a rate in [0, max %v]", s.WMax, hi)
@@ -138,11 +156,44 @@ func checkFleetState(s limiter.FleetState, r reading) (limiter.FleetState, []pro
 		bad("k", "%v is not a time in [0, %v] s", s.K, kMax)
 		s.K = 0
 	}
-	if s.Plateau < 0 || s.Plateau > maxPlateau {
-		bad("plateau", "%v is not in [0, %v]", s.Plateau, maxPlateau)
-		s.Plateau = 0
-	}
 	return s, ps
+}
+
+// checkLaw applies checkFleetState's rules to the law's part of a state.
+func checkLaw(l *limiter.LawState, r reading, bad func(field, format string, args ...any), past func(string, *time.Time)) {
+	past("law.moved", &l.Moved)
+	past("law.cut", &l.Cut)
+	past("law.noise", &l.Noise)
+	past("law.full", &l.Full)
+	if end := r.now.Add(limiter.MaxWindow + maxSkew); l.Open.After(end) {
+		bad("law.open", "%s is %v ahead, more than the longest window %v", l.Open.Format(time.RFC3339), l.Open.Sub(r.now).Round(time.Second), limiter.MaxWindow)
+		l.Open = r.now
+	}
+	top := rateFactor * r.cfg.MaxUnitsPerMinute
+	if !finite(l.Bound) || l.Bound < 0 || l.Bound > top {
+		bad("law.bound", "%v is not a rate in [0, %v]", l.Bound, top)
+		l.Bound = 0
+	}
+	if !finite(l.Ceil) || l.Ceil < 0 || l.Ceil > top {
+		bad("law.ceil", "%v is not a rate in [0, %v]", l.Ceil, top)
+		l.Ceil = l.Bound
+	}
+	if l.Probes < 0 || l.Probes > maxProbes {
+		bad("law.probes", "%d is not in [0, %d]", l.Probes, maxProbes)
+		l.Probes = 0
+	}
+	if l.Hold < 0 || l.Hold > maxHold {
+		bad("law.hold", "%v is not in [0, %v]", l.Hold, maxHold)
+		l.Hold = 0
+	}
+	if l.Window < 0 || l.Window > limiter.MaxWindow {
+		bad("law.window", "%v is not in [0, %v]", l.Window, limiter.MaxWindow)
+		l.Window = 0
+	}
+	if !limiter.ParseWindowSource(l.From) {
+		bad("law.window_from", "%q is none of refusal, headers, config", l.From)
+		l.From = "refusal"
+	}
 }
 
 // cubicKMax is the largest K that CUBIC's rule sets: the K of a cut at max.

@@ -10,15 +10,17 @@ import (
 )
 
 // Each rule of checkFleetState, by what the value means: a table of
-// stored states read at t0 with the default options (min 60, initial 600,
-// max 10,000,000, max_pause 30s).
+// stored states of the classic rules read at t0 with the default options
+// (min 60, initial 600, max 10,000,000, max_pause 30s) but slow_start
+// false, by a worker whose fleet accepted 3,100 units in the last minute.
 func TestCheckFleetState(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	cfg := limiter.DefaultConfig()
+	cfg.SlowStart = false
 	valid := limiter.FleetState{Adapt: limiter.Adapt{Rate: 3000, Throttled: true, LastCut: t0.Add(-time.Minute),
 		IncClock: t0.Add(-10 * time.Second), WMax: 4000, CutTime: t0.Add(-time.Minute), K: 20},
-		PausedUntil: t0.Add(20 * time.Second), Seen: t0.Add(-time.Second), Accepted: 3100, Plateau: 10 * time.Minute}
-	r := reading{now: t0, cfg: cfg}
+		PausedUntil: t0.Add(20 * time.Second), Seen: t0.Add(-time.Second)}
+	r := reading{now: t0, cfg: cfg, accepted: 3100}
 	for _, c := range []struct {
 		name   string
 		edit   func(*limiter.FleetState)
@@ -38,8 +40,6 @@ func TestCheckFleetState(t *testing.T) {
 			fields: "paused_until", want: func(s *limiter.FleetState) { s.PausedUntil = time.Time{} }},
 		{name: "a pause beyond a shorter max_pause", r: func(r *reading) { r.cfg.MaxPause = time.Second },
 			fields: "paused_until", want: func(s *limiter.FleetState) { s.PausedUntil = time.Time{} }},
-		{name: "a hold a day ahead", edit: func(s *limiter.FleetState) { s.HoldUntil = t0.Add(24 * time.Hour) },
-			fields: "hold_until", want: func(s *limiter.FleetState) { s.HoldUntil = t0.Add(time.Minute + cfg.MaxPause + maxSkew) }},
 		{name: "rate NaN", edit: func(s *limiter.FleetState) { s.Rate = math.NaN() },
 			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 600 }},
 		{name: "rate below min", edit: func(s *limiter.FleetState) { s.Rate = -5 },
@@ -57,22 +57,16 @@ func TestCheckFleetState(t *testing.T) {
 			r: func(r *reading) { r.held = 20000 }},
 		{name: "rate more than doubled from the one held", edit: func(s *limiter.FleetState) { s.Rate = 1e6 },
 			r: func(r *reading) { r.held = 20000 }, fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 40000 }},
-		{name: "no quota measured: 10 times the initial rate", edit: func(s *limiter.FleetState) { s.Rate, s.Accepted = 1e9, 0 },
-			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 6000 }},
-		{name: "accepted negative", edit: func(s *limiter.FleetState) { s.Accepted = -1 },
-			fields: "accepted", want: func(s *limiter.FleetState) { s.Accepted = 0 }},
-		{name: "accepted NaN", edit: func(s *limiter.FleetState) { s.Accepted = math.NaN() },
-			fields: "accepted", want: func(s *limiter.FleetState) { s.Accepted = 0 }},
-		{name: "accepted beyond any rate", edit: func(s *limiter.FleetState) { s.Accepted = 1e300 },
-			fields: "accepted", want: func(s *limiter.FleetState) { s.Accepted = 0 }},
+		{name: "nothing measured: 10 times the initial rate", edit: func(s *limiter.FleetState) { s.Rate = 1e9 },
+			r: func(r *reading) { r.accepted = 0 }, fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 6000 }},
+		{name: "a law with the classic rules", edit: func(s *limiter.FleetState) { s.Law = &limiter.LawState{Rate: 3000} },
+			fields: "law", want: func(s *limiter.FleetState) { s.Law = nil }},
 		{name: "w_max negative", edit: func(s *limiter.FleetState) { s.WMax = -1 },
 			fields: "w_max", want: func(s *limiter.FleetState) { s.WMax = 3000 }},
 		{name: "k infinite", edit: func(s *limiter.FleetState) { s.K = math.Inf(1) },
 			fields: "k", want: func(s *limiter.FleetState) { s.K = 0 }},
 		{name: "k beyond a cut at max", edit: func(s *limiter.FleetState) { s.K = 1e6 },
 			fields: "k", want: func(s *limiter.FleetState) { s.K = 0 }},
-		{name: "plateau negative", edit: func(s *limiter.FleetState) { s.Plateau = -time.Second },
-			fields: "plateau", want: func(s *limiter.FleetState) { s.Plateau = 0 }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in, rr, want := valid, r, valid
@@ -97,10 +91,87 @@ func TestCheckFleetState(t *testing.T) {
 			if f := strings.Join(fields, " "); f != c.fields {
 				t.Errorf("problems %v, want fields %q", ps, c.fields)
 			}
-			if got != want {
+			if got.Adapt != want.Adapt || got.PausedUntil != want.PausedUntil || got.Seen != want.Seen || (got.Law == nil) != (want.Law == nil) {
 				t.Errorf("checked state\n%+v\nwant\n%+v", got, want)
 			}
 		})
+	}
+}
+
+// Each rule of checkFleetState for the adaptive law's part, read at t0
+// with the default options (slow_start on, max 10,000,000, max_pause 30s)
+// by a worker whose fleet accepted nothing known.
+func TestCheckFleetLaw(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	cfg := limiter.DefaultConfig()
+	law := limiter.LawState{Rate: 2940, Moved: t0.Add(-4 * time.Second), Probes: 2, Hold: 8 * time.Second, Bound: 3000, Ceil: 3100,
+		Cut: t0.Add(-time.Minute), Open: t0.Add(-30 * time.Second), Noise: t0.Add(-10 * time.Second), Window: time.Minute,
+		From: "refusal", Full: t0.Add(-61 * time.Second)}
+	valid := limiter.FleetState{Adapt: limiter.Adapt{Rate: 2940, Throttled: true, LastCut: law.Cut, IncClock: law.Moved},
+		Law: &law, Seen: t0.Add(-time.Second)}
+	r := reading{now: t0, cfg: cfg}
+	for _, c := range []struct {
+		name   string
+		edit   func(*limiter.LawState)
+		fields string
+		want   func(*limiter.LawState)
+	}{
+		{name: "valid"},
+		{name: "open within the longest window", edit: func(l *limiter.LawState) { l.Open = t0.Add(limiter.MaxWindow) }},
+		{name: "open a day ahead", edit: func(l *limiter.LawState) { l.Open = t0.Add(24 * time.Hour) },
+			fields: "law.open", want: func(l *limiter.LawState) { l.Open = t0 }},
+		{name: "clocks ahead", edit: func(l *limiter.LawState) {
+			l.Moved, l.Cut, l.Noise, l.Full = t0.Add(time.Hour), t0.Add(time.Hour), t0.Add(time.Hour), t0.Add(time.Hour)
+		}, fields: "law.moved law.cut law.noise law.full", want: func(l *limiter.LawState) { l.Moved, l.Cut, l.Noise, l.Full = t0, t0, t0, t0 }},
+		{name: "bound NaN, ceil negative", edit: func(l *limiter.LawState) { l.Bound, l.Ceil = math.NaN(), -1 },
+			fields: "law.bound law.ceil", want: func(l *limiter.LawState) { l.Bound, l.Ceil = 0, 0 }},
+		{name: "bound beyond any rate", edit: func(l *limiter.LawState) { l.Bound = 1e300 },
+			fields: "law.bound", want: func(l *limiter.LawState) { l.Bound = 0 }},
+		{name: "rate ten times the estimate", edit: func(l *limiter.LawState) { l.Rate = 30000 }},
+		{name: "rate more than ten times the estimate", edit: func(l *limiter.LawState) { l.Rate = 1e7 },
+			fields: "law.rate", want: func(l *limiter.LawState) { l.Rate = 30000 }},
+		{name: "probes, hold and window out of range", edit: func(l *limiter.LawState) { l.Probes, l.Hold, l.Window = -1, 100*time.Hour, -time.Second },
+			fields: "law.probes law.hold law.window", want: func(l *limiter.LawState) { l.Probes, l.Hold, l.Window = 0, 0, 0 }},
+		{name: "window beyond the longest", edit: func(l *limiter.LawState) { l.Window = time.Hour },
+			fields: "law.window", want: func(l *limiter.LawState) { l.Window = 0 }},
+		{name: "an unknown window source", edit: func(l *limiter.LawState) { l.From = "oracle" },
+			fields: "law.window_from", want: func(l *limiter.LawState) { l.From = "refusal" }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in, want := valid, law
+			l := law
+			in.Law = &l
+			if c.edit != nil {
+				c.edit(in.Law)
+				c.edit(&want)
+			}
+			if c.want != nil {
+				c.want(&want)
+			}
+			got, ps := checkFleetState(in, r)
+			var fields []string
+			for _, p := range ps {
+				fields = append(fields, p.field)
+			}
+			if f := strings.Join(fields, " "); f != c.fields {
+				t.Errorf("problems %v, want fields %q", ps, c.fields)
+			}
+			if got.Law == nil || *got.Law != want {
+				t.Errorf("checked law\n%+v\nwant\n%+v", got.Law, want)
+			}
+			if got.Rate != want.Rate {
+				t.Errorf("rate %v, want the law's %v", got.Rate, want.Rate)
+			}
+		})
+	}
+	// A state with no law, while slow_start is on (written by a worker
+	// alone, or an old version), is reported; the law goes on from its
+	// rate (FleetRules).
+	s := valid
+	s.Law = nil
+	got, ps := checkFleetState(s, r)
+	if len(ps) != 1 || ps[0].field != "law" || got.Law != nil || got.Rate != 2940 {
+		t.Errorf("no law: %+v, problems %v; want it reported, the rate kept", got, ps)
 	}
 }
 

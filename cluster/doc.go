@@ -65,49 +65,44 @@
 //
 // A Fleet (OpenFleet, Run) makes all workers of a budget run on one
 // adaptive rate instead of N controllers of their own. Its state
-// (limiter.FleetState: the limiter's limiter.Adapt for the whole budget, that is
-// the rate, the last cut, the increase clock, CUBIC's w_max, epoch and K;
+// (limiter.FleetState: the adaptive law's state for the whole budget, all
+// of it but each worker's record, or the classic rules' limiter.Adapt;
 // the fleet's pause; and when a worker last wrote it) is the key "fleet" of
 // the bucket FleetBucket(Config.Bucket), which has no max age so that the
 // rate outlives the workers. Every change is a compare-and-set on the key's
-// revision: a worker reads the state, applies the limiter's own rules
-// (limiter.FleetRules, over limiter.Rules for the whole budget) to it, and writes it only if nobody
+// revision: a worker reads the state, applies the limiter's own law
+// (limiter.FleetRules: the adaptive law for the whole budget, or the
+// classic rules with slow_start false) to it, and writes it only if nobody
 // wrote meanwhile; otherwise it reads again and decides again. So the
 // decisions of many workers are taken one after the other on the latest
 // state and never compound.
 //
 //   - A throttle seen by any worker (reported by its limiter's throttle
-//     hook) is the limiter's throttle rule applied to the fleet: it restarts
-//     the fleet's increase clock and cuts the fleet rate if this is the
-//     first throttle or if decrease_cooldown has passed since the fleet's
-//     last cut and the request was sent after it, so a burst of 429s across
-//     the fleet is one cut. CUBIC's measured rate is the worker's divided by
-//     its share. A Retry-After extends the fleet's pause (capped at
-//     max_pause), which every worker then honours. A cut after a minute
-//     without one records the units the fleet was accepted in that minute
-//     (the worker's own count plus the Accepted its peers' heartbeats
-//     carry) as the measured quota, and leaves the rate at no less than
-//     90% of it; slow start's end falls back to that count.
-//   - A raise is the limiter's raise rule applied to the fleet, looked for
-//     every second by each worker, at most once per aimd.increase_interval
-//     on the fleet's increase clock (for CUBIC too), outside the fleet's
-//     pause, and only if some worker's requests waited since the clock
-//     restarted: its own limiter's, or another's, from the Waited time its
-//     heartbeat carries. For 5 minutes after a cut that measured the quota
-//     a raise goes no higher than 97% of it; in slow start no higher than
-//     max(2, 0.3 s / the time the worker's last write took) times what the
-//     fleet was accepted in the last minute (docs/limiter.md, "Fleet").
+//     hook, with what the worker's own record measured, divided by its
+//     share) is the law's refusal applied to the fleet; the fleet's units
+//     of the last minute (the worker's own count plus the Accepted its
+//     peers' heartbeats carry) stand in when larger. A refusal of a request sent before the last
+//     cut's Retry-After ran out changes nothing, so a burst of 429s across
+//     the fleet is one cut. A Retry-After extends the fleet's pause (capped
+//     at max_pause), which every worker then honours.
+//   - A raise is the law's raise applied to the fleet, looked for every
+//     second by each worker, outside the fleet's pause, and only if some
+//     worker's requests waited since the rate last moved: its own limiter's,
+//     or another's, from the Waited time its heartbeat carries. In startup
+//     no higher than max(2, 0.3 s / the time the worker's last write took)
+//     times what the fleet was accepted in the last minute
+//     (docs/limiter.md, "Fleet").
 //   - Each worker's limiter follows the state (limiter.Limiter.Follow): its
-//     rate is the fleet rate times its share, 1/N in members mode, held/P in
+//     law is the fleet's times its share, 1/N in members mode, held/P in
 //     leases mode; its bucket starts to fill at the worker's own phase, and
 //     a cut empties it down to the head of its queue.
 //   - Remembered rate: a running worker confirms the state once per Refresh
 //     for the fleet. A worker that starts runs on the stored state if it was
-//     written less than FleetConfig.Remember (default 1h) ago; else it
-//     writes a new state at the initial rate.
+//     written less than FleetConfig.Remember (default 1h) ago, at 0.98 of
+//     the law's estimate; else it writes a new state at the initial rate.
 //   - Faults: when a write or read fails (NATS unreachable), the worker's
-//     limiter runs its own rules again from the fleet state it had, never
-//     above the last fleet rate times its share (limiter.Limiter.Lead); the
+//     limiter runs its own law again from the fleet state it had
+//     (limiter.Limiter.Lead); the
 //     throttles it sees meanwhile are kept. Each second it tries to read the
 //     state again; once it can, it applies those throttles to the fleet by
 //     the same rule and follows the fleet again. A deleted fleet bucket is

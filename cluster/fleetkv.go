@@ -175,6 +175,10 @@ func (f *Fleet) Report(r limiter.ThrottleReport) {
 			p.RetryAfter = r.At.Add(r.RetryAfter).Sub(p.At)
 		}
 		p.Measured, p.Part = r.Measured, r.Part
+		if r.Accepted >= 0 {
+			p.Accepted = r.Accepted
+		}
+		p.Window = max(p.Window, r.Window)
 	}
 	f.mu.Unlock()
 	select {
@@ -304,7 +308,7 @@ func (f *Fleet) attach(lim Follower) {
 		// The bucket starts to fill at this worker's phase, as at the end
 		// of a pause: workers started together do not send in step.
 		start := f.rules.Stagger(f.state, lim.Part(), f.phase, time.Now())
-		lim.Follow(f.state.Adapt, latest(start, f.rules.PauseEnd(f.state, lim.Part(), f.phase)))
+		lim.Follow(f.state, latest(start, f.rules.PauseEnd(f.state, lim.Part(), f.phase)))
 	} else {
 		lim.Lead()
 	}
@@ -313,7 +317,7 @@ func (f *Fleet) attach(lim Follower) {
 // followLocked makes the limiter follow the state, ending the fleet's
 // pause at this worker's phase (limiter.FleetRules.PauseEnd).
 func (f *Fleet) followLocked() {
-	f.lim.Follow(f.state.Adapt, f.rules.PauseEnd(f.state, f.lim.Part(), f.phase))
+	f.lim.Follow(f.state, f.rules.PauseEnd(f.state, f.lim.Part(), f.phase))
 }
 
 // fleetTick is how often Run looks for a raise, a confirmation due, or
@@ -359,7 +363,7 @@ func (f *Fleet) step(ctx context.Context, now time.Time, tick bool) {
 	if lim == nil {
 		return
 	}
-	v := limiter.FleetView{LastWait: f.lastWait(lim), Accepted: f.accepted(lim), Delay: f.Delay()}
+	v := limiter.FleetView{LastWait: f.lastWait(lim), Sent: lim.Sent(), Accepted: f.accepted(lim), Delay: f.Delay()}
 	if f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) { return f.rules.Raise(s, now, v) }) != nil {
 		return
 	}

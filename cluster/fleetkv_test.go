@@ -38,10 +38,16 @@ func newCoreLimiter(t *testing.T, cfg limiter.Config, now time.Time) *coreLimite
 	return &coreLimiter{core: c, now: now}
 }
 
-func (l *coreLimiter) Follow(a limiter.Adapt, until time.Time) {
+func (l *coreLimiter) Follow(s limiter.FleetState, until time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.core.Follow(l.now, a, until)
+	l.core.Follow(l.now, s, until)
+}
+
+func (l *coreLimiter) Sent() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.core.Sent(l.now)
 }
 
 func (l *coreLimiter) Lead() {
@@ -85,7 +91,7 @@ func openFleet(t *testing.T, url string, cfg FleetConfig, m *Membership, opts ..
 }
 
 func wholeReport(now time.Time, ra time.Duration) limiter.ThrottleReport {
-	return limiter.ThrottleReport{At: now, Sent: now.Add(-50 * time.Millisecond), RetryAfter: ra, Measured: -1,
+	return limiter.ThrottleReport{At: now, Sent: now.Add(-50 * time.Millisecond), RetryAfter: ra, Measured: -1, Accepted: -1,
 		Part: limiter.Part{Share: 0.05, Instances: 20}}
 }
 
@@ -123,8 +129,8 @@ func TestFleetOneCutPerBurst(t *testing.T) {
 		if err := f.reload(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.State().Rate; got != 420 {
-			t.Errorf("worker %d: fleet rate %v, want 600 cut once to 420", i, got)
+		if got := f.State().Rate; got != 294 {
+			t.Errorf("worker %d: fleet rate %v, want 600 cut once to 294 (0.98 of half: startup's first refusal)", i, got)
 		}
 	}
 	if cuts != 1 {
@@ -213,11 +219,11 @@ func TestFleetRemember(t *testing.T) {
 	a.attach(newCoreLimiter(t, limiter.DefaultConfig(), time.Now()))
 	a.Report(wholeReport(time.Now(), 0))
 	a.step(t.Context(), time.Now(), false)
-	if got := a.State().Rate; got != 420 {
-		t.Fatalf("rate after a cut %v, want 420", got)
+	if got := a.State().Rate; got != 294 {
+		t.Fatalf("rate after a cut %v, want 294 (0.98 of half of 600)", got)
 	}
-	if got := openFleet(t, url, cfg, nil).State().Rate; got != 420 {
-		t.Fatalf("a new worker starts at %v, want the remembered 420", got)
+	if got := openFleet(t, url, cfg, nil).State().Rate; got != 294 {
+		t.Fatalf("a new worker starts at %v, want the remembered 294", got)
 	}
 	kv, err := connect(t, url).KeyValue(t.Context(), FleetBucket(cfg.Bucket))
 	if err != nil {
@@ -356,7 +362,7 @@ func TestFleetRunPropagates(t *testing.T) {
 	go func() { done <- b.Run(ctx, lb) }()
 	testkit.Eventually(t, "both following", func() bool { return la.rate() == 300 && lb.rate() == 300 })
 	a.Report(wholeReport(time.Now(), 0))
-	testkit.Eventually(t, "b at the cut rate", func() bool { return lb.rate() == 210 })
+	testkit.Eventually(t, "b at the cut rate", func() bool { return lb.rate() == 147 }) // half of 0.98 × 300
 	cancel()
 	for range 2 {
 		if err := <-done; err != nil {

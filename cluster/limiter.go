@@ -24,12 +24,14 @@ type Limiter interface {
 type Follower interface {
 	// LastWait returns when a request last had to wait.
 	LastWait() time.Time
-	// Follow runs the limiter at the fleet's rate times its share, paused
+	// Follow runs the limiter on the fleet's state, at its share, paused
 	// until pausedUntil if that is later than its own pause.
-	Follow(fleet limiter.Adapt, pausedUntil time.Time)
-	// Lead runs the limiter's own rules again, never above the last fleet
-	// rate times its share.
+	Follow(fleet limiter.FleetState, pausedUntil time.Time)
+	// Lead runs the limiter's own rules again, from the last fleet state.
 	Lead()
+	// Sent returns what this worker sent lately, for the whole budget
+	// (limiter.Core.Sent): the fleet's startup reads it.
+	Sent() float64
 	// Part returns the limiter's part of the budget.
 	Part() limiter.Part
 	// AcceptedUnits returns the units the API accepted from this worker in

@@ -150,7 +150,8 @@ func TestFleetFastClockSeen(t *testing.T) {
 
 // A remembered rate far above max, or far above anything the fleet was
 // measured to accept, is clamped when it is resumed, and the clamp is
-// written; a literal null is no state (issue 23, defect 3).
+// written; a law resumes at 0.98 of what the API was seen to accept; a
+// literal null is no state (issue 23, defect 3).
 func TestFleetRememberedRateClamped(t *testing.T) {
 	srv := startServer(t)
 	url := srv.ClientURL()
@@ -163,7 +164,8 @@ func TestFleetRememberedRateClamped(t *testing.T) {
 	}{
 		{"1e308", `{"rate":1e308,"throttled":true,"seen":"` + now.Format(time.RFC3339Nano) + `"}`, rateFactor * 600},
 		{"1e9", `{"rate":1e9,"throttled":true,"seen":"` + now.Format(time.RFC3339Nano) + `"}`, rateFactor * 600},
-		{"1e9 with a measured quota", `{"rate":1e9,"throttled":true,"accepted":50000,"seen":"` + now.Format(time.RFC3339Nano) + `"}`, rateFactor * 50000},
+		{"1e9 with an estimate", `{"rate":1e9,"throttled":true,"law":{"rate":1e9,"bound":50000,"ceil":50000,"window_from":"refusal"},"seen":"` +
+			now.Format(time.RFC3339Nano) + `"}`, 0.98 * 50000},
 		{"5000 remembered", `{"rate":5000,"throttled":true,"seen":"` + now.Format(time.RFC3339Nano) + `"}`, 5000},
 		{"null", `null`, 600},
 		{"garbage", `{"rate":`, 600},

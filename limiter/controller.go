@@ -19,13 +19,10 @@ type Adapt struct {
 	WMax      float64   `json:"w_max"`     // CUBIC's w_max, units per minute
 	CutTime   time.Time `json:"cut_time"`  // CUBIC's epoch: the last cut, or the start
 	K         float64   `json:"k"`         // CUBIC's K, in seconds
-	// SlowStart is the slow-start phase (docs/limiter.md, "Slow start"):
-	// true from the start, with the slow_start option, until the first
-	// throttle.
+	// SlowStart is the adaptive law's startup (docs/limiter.md, "The
+	// adaptive law"): true from the start until the first refusal. The
+	// classic rules have none.
 	SlowStart bool `json:"slow_start"`
-	// HoldUntil ends the hold after slow start: a throttle before it does
-	// not cut (it still pauses). Zero when there is none.
-	HoldUntil time.Time `json:"hold_until,omitzero"`
 }
 
 // Part is a part of a budget: 1/Instances of it, or the fraction Share
@@ -108,7 +105,7 @@ func (r *Rules) SetQuotaCeiling(quota float64) {
 // the clocks at start and CUBIC's w_max at the initial rate with K = 0.
 func (r *Rules) Start(start time.Time) Adapt {
 	rate := r.part.Of(r.cfg.InitialUnitsPerMinute)
-	return Adapt{Rate: rate, LastCut: start, IncClock: start, WMax: rate, CutTime: start, SlowStart: r.cfg.SlowStart}
+	return Adapt{Rate: rate, LastCut: start, IncClock: start, WMax: rate, CutTime: start}
 }
 
 // Throttle applies a throttle observed at now of a request sent at sent:
@@ -116,22 +113,9 @@ func (r *Rules) Start(start time.Time) Adapt {
 // throttle, or if decrease_cooldown has passed since the last cut and the
 // request was sent after it. measured is the send rate of the part in the
 // last 10 s (units per minute), or negative when unknown; CUBIC cuts from
-// it when it is below the rate. In slow start, the throttle ends it: the
-// rate falls back to accepted, the rate the part was seen to accept (units
-// per minute, see Core.Accepted), if that is > 0 (FallBack), else it is
-// cut. Throttle reports whether it cut or fell back.
-func (r *Rules) Throttle(a *Adapt, now, sent time.Time, measured, accepted float64, hold time.Duration) bool {
+// it when it is below the rate. Throttle reports whether it cut.
+func (r *Rules) Throttle(a *Adapt, now, sent time.Time, measured float64) bool {
 	a.IncClock = now
-	if a.SlowStart {
-		a.SlowStart = false
-		if accepted > 0 {
-			r.FallBack(a, now, accepted, hold)
-			return true
-		}
-	}
-	if now.Before(a.HoldUntil) {
-		return false
-	}
 	if a.Throttled && (now.Sub(a.LastCut) < r.cfg.DecreaseCooldown || !sent.After(a.LastCut)) {
 		return false
 	}
@@ -155,23 +139,8 @@ func (r *Rules) Throttle(a *Adapt, now, sent time.Time, measured, accepted float
 	return true
 }
 
-// FallBack ends slow start at now: the rate falls back to accepted (never
-// up, never below the minimum), the instant counts as a cut, and CUBIC's
-// curve starts there with w_max = the new rate and K = 0.
-func (r *Rules) FallBack(a *Adapt, now time.Time, accepted float64, hold time.Duration) {
-	a.SlowStart = false
-	a.HoldUntil = now.Add(hold)
-	a.Throttled = true
-	a.LastCut = now
-	a.IncClock = now
-	a.Rate = math.Max(r.min, math.Min(a.Rate, accepted))
-	a.WMax, a.CutTime, a.K = a.Rate, now, 0
-}
-
 // Raise applies a success at now, outside a pause; waited says whether a
-// request had to wait since the increase clock last restarted. In slow
-// start the rate doubles, at most once per slowStartInterval on the
-// increase clock. Otherwise AIMD adds
+// request had to wait since the increase clock last restarted. AIMD adds
 // the step's part once increase_interval has passed on the increase clock;
 // CUBIC proposes W = C·(now − cut_time − K)³ + w_max. A proposal above the
 // rate (within the maximum) becomes the rate and restarts the increase
@@ -182,11 +151,6 @@ func (r *Rules) Raise(a *Adapt, now time.Time, waited bool) bool {
 	}
 	var p float64
 	switch {
-	case a.SlowStart:
-		if now.Sub(a.IncClock) < slowStartInterval {
-			return false
-		}
-		p = a.Rate * slowStartGrowth
 	case r.cfg.Controller == ControllerCUBIC:
 		d := now.Sub(a.CutTime).Seconds() - a.K
 		p = r.part.Of(r.cfg.CUBIC.ScaleConstant)*d*d*d + a.WMax

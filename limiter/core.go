@@ -118,8 +118,7 @@ type Core struct {
 	pending []Decision
 
 	quota quotaState // the quota hints (quota.go)
-	acc   acceptLog  // accepted units during slow start (slowstart.go)
-	up    raiseLog   // the last raise of slow start (slowstart.go)
+	acc   acceptLog  // accepted units, for a fleet's heartbeats (fleet_core.go)
 
 	restart restartState // the restart after a pause (restart.go)
 
@@ -153,6 +152,7 @@ func NewCore(cfg Config, start time.Time) (*Core, error) {
 	c.adapt = c.rules.Start(start)
 	if cfg.SlowStart && !cfg.Disabled {
 		c.law = newLaw(cfg, c.adapt.Rate, c.rules.Min(), c.rules.Max())
+		c.adapt.SlowStart = true
 	}
 	c.setRate(c.adapt.Rate)
 	c.tokens = c.cap * cfg.InitialFill
@@ -391,11 +391,11 @@ func (c *Core) rescale(t time.Duration, share float64, n int) {
 	c.advance(t)
 	from, to := c.rules.Part(), Part{Share: share, Instances: n}
 	c.rules.SetPart(&c.adapt, to)
-	if c.following {
-		c.adapt = c.rules.Scale(c.fleet)
-	} else if c.law != nil {
+	if c.law != nil {
 		c.law.rescale(from.factor(to), c.rules.Min(), c.rules.Max())
 		c.adapt.Rate = c.law.rate
+	} else if c.following {
+		c.adapt = c.rules.Scale(c.fleet)
 	}
 	c.setRate(c.adapt.Rate)
 	c.advance(t)

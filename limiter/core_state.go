@@ -16,12 +16,12 @@ func (c *Core) Rate() float64 { return c.adapt.Rate }
 // this instance, in units per minute of its part of the budget: the law's
 // bound, what the API was seen to accept (docs/limiter.md, "The adaptive
 // law"). It is 0 when there is no estimate: before the first 429 or quota
-// header (startup measures nothing), with the classic rules
-// (slow_start false) or in disabled mode, and while the Core follows a
-// fleet (the fleet sets the rate; the law is told nothing meanwhile). It
-// only reads: the rate is the law's, paced a little under this.
+// header (startup measures nothing), and with the classic rules
+// (slow_start false) or in disabled mode. Following a fleet, it is the
+// fleet's estimate times this instance's share. It only reads: the rate
+// is the law's, paced a little under this.
 func (c *Core) Estimate() float64 {
-	if c.law == nil || c.following {
+	if c.law == nil {
 		return 0
 	}
 	return c.law.bound

@@ -64,6 +64,6 @@ func TestCostBoundFollowsPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("5 instances", 0.2)
-	c.Follow(start, Adapt{Rate: 1000, LastCut: start, IncClock: start, WMax: 1000, CutTime: start}, time.Time{})
+	c.Follow(start, FleetState{Adapt: Adapt{Rate: 1000, LastCut: start, IncClock: start, WMax: 1000, CutTime: start}}, time.Time{})
 	check("following", 0.2)
 }

@@ -55,15 +55,17 @@ func TestEstimateReadsTheLaw(t *testing.T) {
 		t.Errorf("after a quota header of 450 a minute: estimate %v, want 450", got)
 	}
 
-	// Following a fleet, the law is told nothing: no estimate of its own;
-	// leading again, the law starts from the fleet's rate.
-	c.Follow(at(96), Adapt{Rate: 900, LastCut: t0, IncClock: t0, WMax: 900, CutTime: t0}, time.Time{})
-	if got := c.Estimate(); got != 0 || !c.Following() {
-		t.Errorf("following a fleet: estimate %v, want none", got)
+	// Following a fleet, the estimate is the fleet's bound times the
+	// share (here the whole budget), and the rate the fleet's; leading
+	// again, the law goes on from the fleet's state it followed last.
+	fleet := FleetState{Adapt: Adapt{Rate: 392}, Law: &LawState{Rate: 392, Bound: 400, Ceil: 400, Moved: at(90), Cut: at(90), Open: at(91)}}
+	c.Follow(at(96), fleet, time.Time{})
+	if got := c.Estimate(); got != 400 || !c.Following() || c.Rate() != 392 {
+		t.Errorf("following a fleet: estimate %v, rate %v, following %v; want the fleet's 400, 392, true", got, c.Rate(), c.Following())
 	}
 	c.Lead(at(97))
-	if got := c.Estimate(); got != c.Rate() || got != c.law.bound {
-		t.Errorf("leading again: estimate %v, want the rate %v it leads from", got, c.Rate())
+	if got := c.Estimate(); got != 400 || c.Rate() != 392 || c.Following() {
+		t.Errorf("leading again: estimate %v, rate %v; want the fleet's 400 and 392 it leads from", got, c.Rate())
 	}
 }
 
@@ -107,9 +109,9 @@ func TestStatsEstimate(t *testing.T) {
 		if st.Estimate != want || want <= 0 {
 			t.Errorf("after a 429: Stats.Estimate %v, want the law's bound %v", st.Estimate, want)
 		}
-		l.Follow(Adapt{Rate: 900}, time.Time{})
-		if st := l.Stats(); st.Estimate != 0 || !st.Following {
-			t.Errorf("following: estimate %v, following %v; want none, true", st.Estimate, st.Following)
+		l.Follow(FleetState{Adapt: Adapt{Rate: 882}, Law: &LawState{Rate: 882, Bound: 900, Ceil: 900}}, time.Time{})
+		if st, want := l.Stats(), l.Part().Of(900); st.Estimate != want || !st.Following {
+			t.Errorf("following: estimate %v, following %v; want the fleet's bound's part %v, true", st.Estimate, st.Following, want)
 		}
 	})
 }

@@ -9,12 +9,17 @@ import (
 // instance last wrote it (limiter.share.remember).
 const DefaultRemember = time.Hour
 
-// FleetState is the state of a fleet controller: one Adapt for the whole
-// budget that many instances follow (Core.Follow), the fleet-wide pause,
-// and when an instance last wrote it. Package cluster keeps it in NATS KV;
-// the simulator keeps one in memory.
+// FleetState is the state of a fleet controller: the rate rules of the
+// whole budget that many instances follow (Core.Follow), the fleet-wide
+// pause, and when an instance last wrote it. Package cluster keeps it in
+// NATS KV; the simulator keeps one in memory.
 type FleetState struct {
+	// Adapt is the classic rules' state; with the adaptive law it mirrors
+	// the law's rate, startup and last cut, for readers of the rate.
 	Adapt
+	// Law is the adaptive law's state for the whole budget (slow_start
+	// true); nil with the classic rules.
+	Law *LawState `json:"law,omitempty"`
 	// PausedUntil is the end of the fleet's Retry-After pause: every
 	// worker pauses until then.
 	PausedUntil time.Time `json:"paused_until"`
@@ -22,42 +27,100 @@ type FleetState struct {
 	// remembered rate, and the latest time the rules have seen (a
 	// decision never goes back before it).
 	Seen time.Time `json:"seen"`
-	// Accepted is the units the API accepted from the whole fleet in the
-	// minute before its last cut, when that cut came after a minute
-	// without one: the quota the fleet measured. 0 before any such cut,
-	// after any other cut, or when the workers' counts were not known.
-	Accepted float64 `json:"accepted,omitzero"`
-	// Plateau is how long the plateau after the last cut lasts when it is
-	// longer than quotaPlateau: a cut that measured a quota within
-	// fleetSameQuota of the one before doubles it (up to
-	// fleetPlateauMax); any other cut sets it back to 0 (quotaPlateau).
-	Plateau time.Duration `json:"plateau,omitzero"`
 }
 
-// The fleet's own rules on top of the limiter's (docs/limiter.md, "Fleet").
-const (
-	// fleetSlowStartReach: in slow start the fleet's rate stays at most
-	// k = max(2, fleetSlowStartReach / the propagation delay) times the
-	// larger of the initial rate and the units the fleet was accepted in
-	// the last minute: what the fleet sends in one propagation delay stays
-	// under 1/200 of that minute's units.
-	fleetSlowStartReach = 300 * time.Millisecond
-	// fleetSameQuota and fleetPlateauMax: a cut that measures a quota
-	// within fleetSameQuota of the quota the cut before measured (the probe
-	// found no more room) doubles the plateau, up to fleetPlateauMax.
-	fleetSameQuota  = 0.05
-	fleetPlateauMax = 8 * quotaPlateau
-	// fleetMinute is the span of the accepted units the rules read.
-	fleetMinute = quotaMinute
-)
+// LawState is the adaptive law's shared state with absolute times, for
+// the whole budget: the estimator a fleet keeps in its bucket. Each worker
+// keeps its own record of what it sent and what the API accepted, and
+// reads it, divided by its share, when it decides for the fleet.
+type LawState struct {
+	Rate    float64       `json:"rate"`    // units per minute
+	Startup bool          `json:"startup"` // doubling; no refusal yet
+	Moved   time.Time     `json:"moved"`   // the last raise or cut
+	Probes  int           `json:"probes"`  // probes since the last cut
+	Hold    time.Duration `json:"hold"`    // the probe interval
+	Bound   float64       `json:"bound"`   // what the API was seen to accept
+	Ceil    float64       `json:"ceil"`    // the rate the last cutting refusal came at
+	Cut     time.Time     `json:"cut"`     // the last cut
+	Open    time.Time     `json:"open"`    // when the API said, at the last cut, it would take more
+	Noise   time.Time     `json:"noise,omitzero"`
+	Window  time.Duration `json:"window"`      // W; 0: not known
+	From    string        `json:"window_from"` // where W came from: refusal, headers or config
+	// Full is when the request of the last cutting refusal was sent: the
+	// API was full then, and each worker measures spans from it.
+	Full time.Time `json:"full,omitzero"`
+}
 
-// FleetRules decides a fleet's state with the Rules of the whole budget,
-// as docs/limiter.md ("Fleet") states them. It is pure: every method takes
-// the time and the facts, and returns the new state and whether it
-// changed (and must be written).
+var windowSources = [...]string{fromRefusal: "refusal", fromHeaders: "headers", fromConfig: "config"}
+
+// ParseWindowSource reports whether s names where a W came from.
+func ParseWindowSource(s string) bool {
+	for _, v := range windowSources {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// law returns the law's part of s: Law, or, when s has none (a state a
+// worker on its own remembered: only its rate), a law out of startup at
+// that rate, which the API was seen to accept.
+func (s FleetState) law() LawState {
+	if s.Law != nil {
+		return *s.Law
+	}
+	return LawState{Rate: s.Rate, Moved: s.IncClock, Bound: s.Rate, Ceil: s.Rate, Cut: s.LastCut, Open: s.LastCut,
+		From: windowSources[fromRefusal]}
+}
+
+// abs and rel convert the law's offsets from base to times and back;
+// never is the zero time.
+func abs(base time.Time, d time.Duration) time.Time {
+	if d <= never {
+		return time.Time{}
+	}
+	return base.Add(d)
+}
+
+func rel(base, t time.Time) time.Duration {
+	if t.IsZero() {
+		return never
+	}
+	return max(t.Sub(base), never)
+}
+
+// export returns the shared state with offsets from base, its rates
+// times scale.
+func (s *lawState) export(base time.Time, scale float64) LawState {
+	return LawState{Rate: s.rate * scale, Startup: s.startup, Moved: abs(base, s.moved), Probes: s.probes, Hold: s.hold,
+		Bound: s.bound * scale, Ceil: s.ceil * scale, Cut: abs(base, s.cut), Open: abs(base, s.open),
+		Noise: abs(base, s.noise), Window: s.window, From: windowSources[s.wfrom]}
+}
+
+// load makes ls the law's shared state, with offsets from base and its
+// rates times scale; the record of the instance stays.
+func (l *law) load(ls LawState, base time.Time, scale float64) {
+	l.lawState = lawState{rate: l.clamp(ls.Rate * scale), startup: ls.Startup, moved: rel(base, ls.Moved), probes: ls.Probes,
+		hold: ls.Hold, bound: ls.Bound * scale, ceil: ls.Ceil * scale, cut: rel(base, ls.Cut), open: rel(base, ls.Open),
+		noise: rel(base, ls.Noise), window: ls.Window}
+	if l.hold <= 0 {
+		l.hold = probeBase
+	}
+	for i, v := range windowSources {
+		if v == ls.From {
+			l.wfrom = windowSource(i)
+		}
+	}
+}
+
+// FleetRules decides a fleet's state, as docs/limiter.md ("Fleet") states
+// it: the adaptive law (or the classic rules) for the whole budget. It is
+// pure: every method takes the time and the facts, and returns the new
+// state and whether it changed (and must be written).
 type FleetRules struct {
 	cfg      Config        // the budget's limiter options
-	rules    Rules         // the limiter's rules for the whole budget
+	rules    Rules         // the classic rules for the whole budget
 	remember time.Duration // how long a state is remembered
 	refresh  time.Duration // how often a live worker confirms the state
 }
@@ -69,113 +132,122 @@ func NewFleetRules(cfg Config, remember, refresh time.Duration) FleetRules {
 	return FleetRules{cfg: cfg, rules: NewRules(cfg, Whole), remember: remember, refresh: refresh}
 }
 
+func (f *FleetRules) adaptive() bool { return f.cfg.SlowStart && !f.cfg.Disabled }
+
+// law returns the whole budget's law in state s (FleetState.law), with
+// offsets from base: the time of the decision.
+func (f *FleetRules) law(s FleetState, base time.Time) *law {
+	l := newLaw(f.cfg, f.rules.Clamp(s.Rate), f.rules.Min(), f.rules.Max())
+	l.load(s.law(), base, 1)
+	return l
+}
+
+// put writes l, with offsets from base, into ns, with the last cut's send
+// full, and mirrors its rate, startup and cut in ns.Adapt.
+func (f *FleetRules) put(ns *FleetState, l *law, base, full time.Time) {
+	ls := l.export(base, 1)
+	ls.Full = full
+	ns.Law = &ls
+	ns.Rate, ns.SlowStart, ns.Throttled = ls.Rate, ls.Startup, !ls.Startup
+	ns.LastCut, ns.IncClock = ls.Cut, ls.Moved
+}
+
 // Start is a new fleet's state at now: the initial rate, as a Core starts.
 func (f *FleetRules) Start(now time.Time) FleetState {
-	return FleetState{Adapt: f.rules.Start(now), Seen: now}
+	s := FleetState{Adapt: f.rules.Start(now), Seen: now}
+	if f.adaptive() {
+		f.put(&s, newLaw(f.cfg, s.Rate, f.rules.Min(), f.rules.Max()), now, time.Time{})
+	}
+	return s
 }
 
 // Resume returns the state a worker starting at now runs on: the stored
 // one if a worker wrote it less than remember ago, else (none stored: the
 // zero state) a new state at the initial rate, which must be written
-// (changed).
+// (changed). With the adaptive law the remembered rate is the estimate:
+// out of startup, the rate resumes at lawMargin of what the API was seen
+// to accept (a probe above it, or a climb below it, starts over), and the
+// state is written when that changed it. A state that a worker on its own
+// remembered (no law, only its rate) starts the law at that rate.
 func (f *FleetRules) Resume(s FleetState, now time.Time) (FleetState, bool) {
-	if !s.Seen.IsZero() && now.Sub(s.Seen) < f.remember {
+	if s.Seen.IsZero() || now.Sub(s.Seen) >= f.remember {
+		return f.Start(now), true
+	}
+	if !f.adaptive() {
+		s.Law = nil
 		s.Rate = f.rules.Clamp(s.Rate)
 		return s, false
 	}
-	return f.Start(now), true
+	l := f.law(s, now)
+	if s.Law != nil && !l.startup && l.bound > 0 {
+		l.rate = l.clamp(lawMargin * l.bound)
+	}
+	was := s
+	f.put(&s, l, now, s.law().Full)
+	return s, was.Law == nil || *s.Law != *was.Law
 }
 
-// Throttle applies a throttle that a worker observed (r), with accepted
-// the units the API accepted from the whole fleet in the last minute (the
-// sum of the workers' Core.AcceptedUnits; 0 when not known): the
-// limiter's Throttle rule for the whole budget, at r.At or at the latest
-// time the state has seen if that is later. The increase clock restarts;
-// the rate is cut if this is the fleet's first throttle, or if
-// decrease_cooldown has passed since the fleet's last cut and the request
-// was sent after it, so a burst of 429s across the fleet is one cut. CUBIC's
-// measured rate is the worker's divided by its share. In slow start the
-// fallback is to accepted spread over the time it covers and the wait
-// (docs/limiter.md, "Fleet"), or, with accepted unknown, to the worker's
-// own accepted rate divided by its share. A cut outside slow start after a
-// minute without one records accepted as the measured quota and leaves the
-// rate at no less than quotaFloor of it (never above the rate before the
-// cut); any other cut clears the measured quota. Slow start's end a
-// minute or more after the fleet's start measures the quota too, and
-// falls back to quotaPlateauShare of it. A cut sets the plateau's length
-// (FleetRules.plateau). A Retry-After extends the fleet's pause. It returns the new state, whether
-// it changed (a throttle that neither cuts, nor moves the increase clock,
-// nor extends the pause changes nothing) and whether the rate was cut.
+// Throttle applies a throttle that a worker observed (r) at r.At, or at
+// the latest time the state has seen if that is later, with accepted the
+// units the API accepted from the whole fleet in the last minute (the sum
+// of the workers' Core.AcceptedUnits; 0 when not known). With the adaptive
+// law it is the law's refusal, with what the worker's record measured
+// (r.Accepted, r.Window) or, if more, what the fleet was accepted in the
+// last minute (a span the record of a worker at a small share is too thin
+// to measure, and one a slow startup outlasts W in); the window the
+// worker saw counts only at the fleet's first refusal, when every worker
+// began sending together. With the classic rules it is their throttle,
+// cutting CUBIC from the worker's send rate divided by its share. A
+// Retry-After extends the fleet's pause (a refusal that names none, with
+// the law: lawRetryAfter). It returns the new state, whether it changed
+// and whether the rate was cut.
 func (f *FleetRules) Throttle(s FleetState, r ThrottleReport, accepted float64) (ns FleetState, changed, cut bool) {
 	now := latest(r.At, s.Seen)
-	measured, fallback, hold := -1.0, 0.0, r.Hold
-	if share := r.Part.Of(1); share > 0 {
-		if r.Measured >= 0 {
+	ns = s
+	ra := r.RetryAfter
+	if f.adaptive() {
+		if ra <= 0 {
+			ra = lawRetryAfter
+		}
+		l, was := f.law(s, now), s.law()
+		full := was.Full
+		m := refusal{sent: rel(now, r.Sent), ra: ra, a: r.Accepted, ok: r.Accepted > 0}
+		if was.Startup {
+			m.window = r.Window
+		}
+		if accepted > 0 && accepted > m.a {
+			m.a, m.ok = accepted, true
+		}
+		if cut = l.decide(0, m); cut {
+			full = r.Sent
+		}
+		f.put(&ns, l, now, full)
+		changed = s.Law == nil || *ns.Law != was
+	} else {
+		measured := -1.0
+		if share := r.Part.Of(1); share > 0 && r.Measured >= 0 {
 			measured = r.Measured / share
 		}
-		fallback = r.Accepted / share
+		cut = f.rules.Throttle(&ns.Adapt, now, r.Sent, measured)
+		changed = ns.Adapt != s.Adapt
 	}
-	quiet := now.Sub(s.LastCut) >= fleetMinute // a minute without a cut (the start before any)
-	if s.SlowStart && accepted > 0 {
-		fallback, hold = f.slowStartFallback(s, now, r.RetryAfter, accepted)
-		// The fallback measures the quota when it spreads the accepted
-		// units over at least a minute: a minute since the start, or the
-		// time since the start and the wait the API asked for (a sliding
-		// window of a minute that slow start filled at w asks for the
-		// rest of the minute).
-		quiet = quiet || hold >= fleetMinute
-		if quiet {
-			fallback *= quotaPlateauShare // it measures the quota: the plateau's level
-		}
+	if end, ok := f.cfg.PauseEnd(now, ra); ok && end.After(ns.PausedUntil) {
+		ns.PausedUntil, changed = end, true
 	}
-	ns = s
-	cut = f.rules.Throttle(&ns.Adapt, now, r.Sent, measured, fallback, hold)
-	if cut {
-		ns.Accepted = f.rules.MeasureCut(&ns.Adapt, s.Adapt, now, accepted)
-		if s.SlowStart && quiet && accepted > 0 {
-			ns.Accepted = fallback / quotaPlateauShare
-		}
-		ns.Plateau = f.plateau(s, now, ns.Accepted)
-	}
-	if end, ok := f.cfg.PauseEnd(now, r.RetryAfter); ok && end.After(ns.PausedUntil) {
-		ns.PausedUntil = end
-	}
-	if !cut && ns.IncClock.Equal(s.IncClock) && ns.PausedUntil.Equal(s.PausedUntil) && ns.Throttled == s.Throttled &&
-		ns.SlowStart == s.SlowStart && ns.HoldUntil.Equal(s.HoldUntil) {
+	if !changed {
 		return s, false, false
 	}
 	ns.Seen = now
 	return ns, true, cut
 }
 
-// plateau returns the plateau after a cut at now that measured the quota
-// m (0: none) in state s: twice the last plateau (at least quotaPlateau),
-// up to fleetPlateauMax, when the cut is the probe's (the last plateau had
-// ended) and m and the quota the last cut measured are within
-// fleetSameQuota of each other; else 0 (quotaPlateau).
-func (f *FleetRules) plateau(s FleetState, now time.Time, m float64) time.Duration {
-	probe := now.Sub(s.LastCut) >= max(s.Plateau, quotaPlateau)
-	if !probe || !(m > 0) || !(s.Accepted > 0) || s.SlowStart || math.Abs(m-s.Accepted) > fleetSameQuota*s.Accepted {
-		return 0
-	}
-	return min(2*max(s.Plateau, quotaPlateau), fleetPlateauMax)
-}
-
-// slowStartFallback is the rate slow start falls back to at a throttle at
-// now: the fleet's accepted units of the last w seconds spread over w and
-// the Retry-After, where w is the time since the fleet started (its last
-// cut: slow start has had none) in whole seconds, at least 1 and at most
-// 60; and the hold, w + Retry-After.
-func (f *FleetRules) slowStartFallback(s FleetState, now time.Time, retryAfter time.Duration, accepted float64) (float64, time.Duration) {
-	w := min(max(now.Sub(s.LastCut).Truncate(time.Second)+time.Second, time.Second), fleetMinute)
-	span := w + max(retryAfter, 0)
-	return accepted * 60 / span.Seconds(), span
-}
-
 // FleetView is what the workers tell a fleet's raise rule.
 type FleetView struct {
 	// LastWait is the latest time any worker's requests waited.
 	LastWait time.Time
+	// Sent is what the deciding worker sent over the last 2 s, for the
+	// whole budget (see Core.Sent); -1 when not known.
+	Sent float64
 	// Accepted is the units the API accepted from the whole fleet in the
 	// last minute (the sum of the workers' Core.AcceptedUnits); 0 when not
 	// known.
@@ -185,51 +257,58 @@ type FleetView struct {
 	Delay time.Duration
 }
 
-// Raise applies the limiter's raise rule to the fleet at now, with what
-// the workers report (v). It raises only outside the fleet's pause and the
-// hold after slow start, and only if some worker's requests waited since
-// the increase clock restarted. The rule itself spaces AIMD's raises by
-// aimd.increase_interval; CUBIC, whose curve would rise at every success,
-// is spaced the same way for the fleet, so the fleet's state changes at
-// most once per interval. Two bounds apply to the raised rate: in slow
-// start, k × max(initial rate, v.Accepted) with k = max(2,
-// fleetSlowStartReach / v.Delay) (none with Delay unknown); within the
-// plateau (s.Plateau, at least quotaPlateau) of a cut that measured the
-// quota, quotaPlateauShare of it (Rules.PlateauBound).
-// A raise that a bound stops short still raises up to the bound. It
-// reports whether the rate rose.
+// fleetReach bounds a fleet's startup: its rate stays at most
+// k = max(2, fleetReach / the propagation delay) times the larger of the
+// initial rate and the units the fleet was accepted in the last minute,
+// so that what the fleet sends in one propagation delay, before a refusal
+// reaches every worker, stays under 1/200 of that minute's units. A
+// single limiter stops at its first refusal and has no such delay.
+const fleetReach = 300 * time.Millisecond
+
+// Raise applies the raise rule to the fleet at now, with what the workers
+// report (v): outside the fleet's pause, and only if some worker's
+// requests waited since the rate last moved. The adaptive law reads what
+// the fleet was accepted in the last minute, when all of it came after the
+// last cut, and what the deciding worker sent; its startup stays within
+// fleetReach; CUBIC's classic curve, which would rise at
+// every success, is spaced by aimd.increase_interval for the fleet, so the
+// state changes at most once per interval. It reports whether the state
+// changed.
 func (f *FleetRules) Raise(s FleetState, now time.Time, v FleetView) (FleetState, bool) {
 	now = latest(now, s.Seen)
-	if now.Before(s.PausedUntil) || now.Before(s.HoldUntil) {
-		return s, false
-	}
-	if f.cfg.Controller == ControllerCUBIC && now.Sub(s.IncClock) < f.cfg.AIMD.IncreaseInterval {
+	if now.Before(s.PausedUntil) {
 		return s, false
 	}
 	ns := s
-	f.rules.PlateauStart(&ns.Adapt, now, s.Accepted, s.Plateau)
-	if !f.rules.Raise(&ns.Adapt, now, v.LastWait.After(s.IncClock)) {
-		return s, false
-	}
-	if bound, ok := f.raiseBound(s, now, v); ok && ns.Rate > bound {
-		if bound <= s.Rate {
+	if f.adaptive() {
+		was := s.law()
+		if !v.LastWait.After(was.Moved) {
 			return s, false
 		}
-		ns.Rate = bound
+		l := f.law(s, now)
+		before := l.rate
+		got := -1.0
+		if now.Sub(was.Cut) >= time.Minute {
+			got = v.Accepted // the fleet's minute, all of it after the last cut
+		}
+		l.raise(0, &view{got: got, sent: v.Sent})
+		if l.startup && v.Delay > 0 {
+			k := math.Max(2, fleetReach.Seconds()/v.Delay.Seconds())
+			l.rate = math.Max(before, math.Min(l.rate, k*math.Max(f.cfg.InitialUnitsPerMinute, v.Accepted)))
+		}
+		if f.put(&ns, l, now, was.Full); s.Law != nil && *ns.Law == was {
+			return s, false
+		}
+	} else {
+		if f.cfg.Controller == ControllerCUBIC && now.Sub(s.IncClock) < f.cfg.AIMD.IncreaseInterval {
+			return s, false
+		}
+		if !f.rules.Raise(&ns.Adapt, now, v.LastWait.After(s.IncClock)) {
+			return s, false
+		}
 	}
 	ns.Seen = now
 	return ns, true
-}
-
-// raiseBound returns the highest rate a raise at now may reach, if one
-// applies (see Raise).
-func (f *FleetRules) raiseBound(s FleetState, now time.Time, v FleetView) (float64, bool) {
-	switch {
-	case s.SlowStart && v.Delay > 0:
-		k := math.Max(2, fleetSlowStartReach.Seconds()/v.Delay.Seconds())
-		return k * math.Max(f.cfg.InitialUnitsPerMinute, v.Accepted), true
-	}
-	return f.rules.PlateauBound(s.Adapt, now, s.Accepted, s.Plateau)
 }
 
 // Touch confirms the state at now, once per refresh, so that it stays

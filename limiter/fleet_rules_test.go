@@ -8,148 +8,247 @@ import (
 	"github.com/sluicehq/sluice/call"
 )
 
-// In slow start the fleet doubles its rate, but never above k times the
+// In startup the fleet doubles its rate, but never above k times the
 // larger of the initial rate and the units the fleet was accepted in the
-// last minute, k = max(2, 0.3 s / the propagation delay): a sliding window
-// accepts a whole minute's quota at any rate, so the rate at the first
-// throttle stays within k times the quota. With the delay unknown there is
-// no bound.
-func TestFleetSlowStartBound(t *testing.T) {
-	f := testRules(t, nil) // initial 600, slow start on
+// last minute, k = max(2, fleetReach / the propagation delay), and never
+// below the rate it had: what the fleet sends before a refusal reaches
+// every worker stays a small part of a minute's quota. With the delay
+// unknown there is no bound.
+func TestFleetReach(t *testing.T) {
+	f := testRules(t, nil) // initial 600, the adaptive law
 	view := func(at, accepted float64, delay time.Duration) FleetView {
-		return FleetView{LastWait: fat(at - 0.5), Accepted: accepted, Delay: delay}
+		return FleetView{LastWait: fat(at - 0.5), Sent: -1, Accepted: accepted, Delay: delay}
 	}
 	const d = 100 * time.Millisecond // k = 3
 	s := f.Start(fat(0))
 	steps := []struct {
 		at, accepted float64
 		delay        time.Duration
-		raised       bool
 		rate         float64
 	}{
-		{2, 0, d, true, 1200},                     // 2 × 600, under 3 × 600
-		{4, 100, d, true, 1800},                   // 2400 is above 3 × max(600, 100): up to the bound
-		{6, 500, d, false, 1800},                  // the bound is not above the rate
-		{8, 1000, d, true, 3000},                  // 3600 is above 3 × 1000
-		{10, 5000, d, true, 6000},                 // a doubling under the bound
-		{12, 2000, time.Second, false, 6000},      // k = 2: 4000 is below the rate
-		{14, 2000, time.Millisecond, true, 12000}, // k = 300
-		{16, 0, 0, true, 24000},                   // no delay known: no bound
+		{2, 0, d, 1200},                     // 2 × 600, under 3 × 600
+		{4, 100, d, 1800},                   // 2400 is above 3 × max(600, 100): up to the bound
+		{6, 500, d, 1800},                   // the bound is not above the rate
+		{8, 1000, d, 3000},                  // 3600 is above 3 × 1000
+		{10, 5000, d, 6000},                 // a doubling under the bound
+		{12, 2000, time.Second, 6000},       // k = 2: 4000 is below the rate, which stays
+		{14, 5000, time.Second, 10000},      // k = 2: 10000, under the doubling
+		{16, 2000, time.Millisecond, 20000}, // k = 300
+		{18, 0, 0, 40000},                   // no delay known: no bound
 	}
 	for i, st := range steps {
 		ns, raised := f.Raise(s, fat(st.at), view(st.at, st.accepted, st.delay))
-		if raised != st.raised || math.Abs(ns.Rate-st.rate) > 1e-9 {
-			t.Fatalf("step %d: raised %v rate %v, want %v %v", i, raised, ns.Rate, st.raised, st.rate)
+		// A capped doubling moves the law's clock (the state changes)
+		// without raising the rate: only a changed rate must be raised.
+		if math.Abs(ns.Rate-st.rate) > 1e-9 || ns.Law.Rate != ns.Rate || !raised && st.rate != s.Rate {
+			t.Fatalf("step %d: raised %v rate %v (law %v), want %v", i, raised, ns.Rate, ns.Law.Rate, st.rate)
 		}
-		if !ns.SlowStart {
-			t.Fatalf("step %d: slow start ended by a raise", i)
+		if !ns.SlowStart || !ns.Law.Startup {
+			t.Fatalf("step %d: startup ended by a raise", i)
 		}
 		s = ns
 	}
 }
 
-// Slow start's end in a fleet falls back to the units the whole fleet was
-// accepted, spread over the time since the fleet started (at most a
-// minute) and the Retry-After; that span is the hold. When the span is
-// shorter than a minute it measures no quota; from a minute on (a minute
-// since the start, or w and the wait together) it measures the quota, and
-// the rate goes to the plateau's level, 97% of it.
-func TestFleetSlowStartFallback(t *testing.T) {
+// lawFleet returns the law's whole-budget state after a first refusal at
+// 10 s of a request sent at 9.9 s with a Retry-After of 2 s, whose worker
+// measured 200 a minute: out of startup at lawMargin × 200.
+func lawFleet(t *testing.T, f FleetRules) FleetState {
+	t.Helper()
+	r := report(10, 9.9, 2*time.Second)
+	r.Accepted = 200
+	s, changed, cut := f.Throttle(f.Start(fat(0)), r, 0)
+	if !changed || !cut {
+		t.Fatalf("first refusal: changed %v cut %v, want a cut", changed, cut)
+	}
+	return s
+}
+
+// A law fleet's first refusal, with what the worker's record measured
+// clearly under half the rate, cuts to lawMargin of it and pauses the fleet
+// for the Retry-After; the refusals of requests sent before that
+// Retry-After ran out belong to the same cut: they may extend the pause,
+// never cut.
+func TestFleetLawThrottle(t *testing.T) {
 	f := testRules(t, nil)
-	s := f.Start(fat(0))
-	s.Rate = 10000
-	ns, changed, cut := f.Throttle(s, report(20.5, 20.4, 10*time.Second), 2000)
-	want := 2000 * 60 / 31.0 // w = 21 s (⌊20.5⌋ + 1), RA = 10 s
-	if !changed || !cut || ns.SlowStart || math.Abs(ns.Rate-want) > 1e-9 {
-		t.Fatalf("changed %v cut %v slow start %v rate %v, want the fallback to %v", changed, cut, ns.SlowStart, ns.Rate, want)
+	s := lawFleet(t, f)
+	l := s.Law
+	if s.Rate != lawMargin*200 || l.Rate != s.Rate || l.Bound != 200 || l.Ceil != 200 || l.Startup || s.SlowStart || !s.Throttled {
+		t.Fatalf("after the cut: rate %v, law %+v; want %v out of startup, bound and ceil 200", s.Rate, *l, lawMargin*200)
 	}
-	if !ns.HoldUntil.Equal(fat(51.5)) || ns.Accepted != 0 {
-		t.Fatalf("hold until %v, measured quota %v; want 51.5 and none", ns.HoldUntil.Sub(ft0).Seconds(), ns.Accepted)
+	if !l.Cut.Equal(fat(10)) || !l.Moved.Equal(fat(10)) || !s.LastCut.Equal(fat(10)) || !l.Open.Equal(fat(12)) ||
+		!l.Full.Equal(fat(9.9)) || !s.PausedUntil.Equal(fat(12)) || !s.Seen.Equal(fat(10)) {
+		t.Fatalf("after the cut: %+v, want cut at 10, open and paused to 12, full at 9.9", s)
 	}
-	// Within the first minute, a fallback that spreads the units over a
-	// minute or more (w + RA: a sliding window that slow start filled at
-	// w asks for the rest of the minute) measures the quota too.
-	ns, _, _ = f.Throttle(s, report(36.5, 36.4, 24*time.Second), 3000)
-	if want := 3000 * 60 / 61.0; math.Abs(ns.Rate-0.97*want) > 1e-9 || math.Abs(ns.Accepted-want) > 1e-9 {
-		t.Fatalf("fallback at 36.5 s with RA 24 s: rate %v, quota %v; want 0.97 × %v, and %v measured", ns.Rate, ns.Accepted, want, want)
+	r := report(11, 11.5, 0) // sent before 12: the same overshoot; no Retry-After: 1 s
+	r.Accepted = 50
+	if ns, changed, cut := f.Throttle(s, r, 0); changed || cut || ns.Law != s.Law {
+		t.Fatalf("a refusal of a request sent before open: changed %v cut %v, want nothing", changed, cut)
 	}
-	// Later than a minute after the start, w is a minute.
-	s.LastCut, s.IncClock = fat(0), fat(0)
-	ns, _, _ = f.Throttle(s, report(100, 99.9, 0), 3000)
-	if math.Abs(ns.Rate-2910) > 1e-9 || math.Abs(ns.Accepted-3000) > 1e-9 {
-		t.Fatalf("fallback at 100 s: rate %v, quota %v; want 0.97 × 3000 a minute, and 3000 measured", ns.Rate, ns.Accepted)
+	r.RetryAfter = 5 * time.Second
+	ns, changed, cut := f.Throttle(s, r, 0)
+	if !changed || cut || ns.Rate != s.Rate || *ns.Law != *s.Law || !ns.PausedUntil.Equal(fat(16)) {
+		t.Fatalf("with a Retry-After of 5 s: changed %v cut %v rate %v paused to %v; want only the pause to 16",
+			changed, cut, ns.Rate, ns.PausedUntil.Sub(ft0).Seconds())
 	}
-	ns, _, _ = f.Throttle(s, report(100, 99.9, 20*time.Second), 3000)
-	if want := 3000 * 60 / 80.0; math.Abs(ns.Rate-0.97*want) > 1e-9 || math.Abs(ns.Accepted-want) > 1e-9 {
-		t.Fatalf("fallback at 100 s with RA 20 s: rate %v, quota %v; want 0.97 × %v, and %v measured", ns.Rate, ns.Accepted, want, want)
-	}
-	// With the fleet's count unknown, the worker's own, for its share.
-	r := report(20.5, 20.4, 10*time.Second)
-	r.Accepted = 150 // 1/20 of the budget
-	if ns, _, _ = f.Throttle(s, r, 0); ns.Rate != 3000 || ns.Accepted != 0 {
-		t.Fatalf("fallback from the worker's count: rate %v accepted %v, want 3000 and none", ns.Rate, ns.Accepted)
+	// Sent after open, the worker's measure cuts; the fleet's minute counts
+	// when it is more.
+	for _, c := range []struct {
+		at, accepted, rate float64
+	}{
+		{60, 180, lawMargin * 180}, // the fleet's 180, more than the worker's 150
+		{70, 180, lawMargin * 180},
+		{70, 100, lawMargin * 150}, // the fleet's count is less: the worker's
+	} {
+		r := report(c.at, c.at-0.1, 0)
+		r.Accepted = 150
+		ns, _, cut := f.Throttle(s, r, c.accepted)
+		if !cut || math.Abs(ns.Rate-c.rate) > 1e-9 || ns.Law.Bound != c.rate/lawMargin {
+			t.Errorf("at %v with the fleet's %v: cut %v rate %v bound %v, want %v", c.at, c.accepted, cut, ns.Rate, ns.Law.Bound, c.rate)
+		}
+		if !ns.PausedUntil.Equal(fat(c.at + 1)) { // no Retry-After: lawRetryAfter
+			t.Errorf("at %v: paused until %v, want a second", c.at, ns.PausedUntil.Sub(ft0).Seconds())
+		}
 	}
 }
 
-// A cut after a minute without one measures the quota (the units the
-// fleet was accepted in that minute) and leaves the rate at no less than
-// 90% of it, never above the rate before the cut. A cut within a minute of
-// another (the quota went down) is the limiter's cut, and measures nothing.
-func TestFleetCutFloor(t *testing.T) {
-	f := testRules(t, func(c *Config) { c.SlowStart = false; c.InitialUnitsPerMinute = 3000 })
-	s := f.Start(fat(0))
-	steps := []struct {
-		at, accepted float64
-		rate, quota  float64
-	}{
-		{100, 2800, 2520, 2800}, // 0.7 × 3000 = 2100 is below 0.9 × 2800
-		{110, 2700, 1764, 0},    // 10 s after the last cut: 0.7 × 2520
-		{200, 2500, 1764, 2500}, // the floor (2250) is above the rate: no higher
-		{300, 0, 1234.8, 0},     // the fleet's count unknown: the limiter's cut
-		{400, 1000, 900, 1000},  // the floor above 0.7 × 1234.8
-		{401, 1000, 900, 1000},  // within the cooldown: no cut, nothing measured
-		{406.5, 1000, 630, 0},   // 6.5 s on, sent after the cut: cut as usual
+// The window a worker's refusal showed is the fleet's only at its first
+// refusal, in startup, when every worker began sending together.
+func TestFleetLawWindow(t *testing.T) {
+	f := testRules(t, nil)
+	r := report(10, 9.9, 2*time.Second)
+	r.Accepted, r.Window = 200, 5*time.Second
+	s, _, _ := f.Throttle(f.Start(fat(0)), r, 0)
+	if s.Law.Window != 5*time.Second || s.Law.From != "refusal" || s.Law.Hold != 5*time.Second {
+		t.Fatalf("after the first refusal: window %v from %q hold %v, want 5s from the refusal, hold 5s", s.Law.Window, s.Law.From, s.Law.Hold)
 	}
-	for i, st := range steps {
-		ns, _, _ := f.Throttle(s, report(st.at, st.at-0.1, 0), st.accepted)
-		if math.Abs(ns.Rate-st.rate) > 1e-9 || ns.Accepted != st.quota {
-			t.Fatalf("step %d at %v: rate %v quota %v, want %v %v", i, st.at, ns.Rate, ns.Accepted, st.rate, st.quota)
-		}
-		s = ns
+	r = report(30, 29.9, 0)
+	r.Accepted, r.Window = 150, 9*time.Second
+	ns, _, cut := f.Throttle(s, r, 0)
+	if !cut || ns.Law.Window != 5*time.Second {
+		t.Fatalf("a later refusal: cut %v window %v, want a cut and the window 5s kept", cut, ns.Law.Window)
 	}
 }
 
-// For five minutes after a cut that measured the quota, a raise takes the
-// rate to at most 97% of it; then the limiter's raises go on. Nor does
-// the fleet raise during the hold after slow start.
-func TestFleetPlateau(t *testing.T) {
-	f := testRules(t, func(c *Config) { c.SlowStart = false; c.InitialUnitsPerMinute = 3000 })
-	s := f.Start(fat(0))
-	s, _, _ = f.Throttle(s, report(100, 99.9, 0), 2800) // rate 2520, plateau at 2716
-	steps := []struct {
-		at     float64
-		raised bool
-		rate   float64
-	}{
-		{110, true, 2640},
-		{120, true, 2716},  // 2760 is above the plateau
-		{130, false, 2716}, // at the plateau
-		{399, false, 2716},
-		{400, true, 2836}, // five minutes after the cut
+// A law fleet raises only when some worker's requests waited after the
+// rate last moved, and reads what the fleet was accepted only when that
+// minute came all after the last cut.
+func TestFleetLawRaise(t *testing.T) {
+	f := testRules(t, nil)
+	s := lawFleet(t, f) // 196, bound and ceil 200, moved at 10
+	if _, raised := f.Raise(s, fat(20), FleetView{LastWait: fat(10), Sent: -1}); raised {
+		t.Fatal("raised with no wait after the cut")
 	}
-	for i, st := range steps {
-		ns, raised := f.Raise(s, fat(st.at), FleetView{LastWait: fat(st.at - 1), Accepted: 5000})
-		if raised != st.raised || math.Abs(ns.Rate-st.rate) > 1e-9 {
-			t.Fatalf("step %d at %v: raised %v rate %v, want %v %v", i, st.at, raised, ns.Rate, st.raised, st.rate)
+	if ns, raised := f.Raise(s, fat(13), FleetView{LastWait: fat(12.5), Sent: -1}); raised || ns.Law != s.Law {
+		t.Fatal("a raise within the probe interval changed the state")
+	}
+	ns, raised := f.Raise(s, fat(20), FleetView{LastWait: fat(10.5), Sent: -1, Accepted: 300})
+	if !raised || ns.Rate != 200 || ns.Law.Bound != 200 || ns.Law.Probes != 1 || !ns.Law.Moved.Equal(fat(20)) || !ns.IncClock.Equal(fat(20)) {
+		t.Fatalf("a probe 10 s after the cut: raised %v rate %v law %+v; want the first probe to 200, the fleet's 300 not read", raised, ns.Rate, *ns.Law)
+	}
+	if _, raised := f.Raise(ns, fat(30), FleetView{LastWait: fat(19.9), Sent: -1}); raised {
+		t.Fatal("raised with the last wait before the last raise")
+	}
+	ns, _ = f.Raise(s, fat(69.9), FleetView{LastWait: fat(69), Sent: -1, Accepted: 300})
+	if ns.Law.Bound != 200 {
+		t.Fatalf("bound %v 59.9 s after the cut, want 200: the fleet's minute reaches before the cut", ns.Law.Bound)
+	}
+	ns, _ = f.Raise(s, fat(70), FleetView{LastWait: fat(69), Sent: -1, Accepted: 300})
+	if ns.Law.Bound != 300 || ns.Law.Probes != 1 || ns.Rate != 200 {
+		t.Fatalf("a minute after the cut: bound %v probes %v rate %v; want the fleet's 300, one probe from the ceil, 200", ns.Law.Bound, ns.Law.Probes, ns.Rate)
+	}
+	s.PausedUntil = fat(80)
+	if _, raised := f.Raise(s, fat(79), FleetView{LastWait: fat(78), Sent: -1}); raised {
+		t.Fatal("raised in the fleet's pause")
+	}
+}
+
+// A remembered law state resumes at lawMargin of what the API was seen to
+// accept, and is written when that changed it; a state a worker on its own
+// remembered (its rate, no law) starts the law at that rate, which the API
+// was seen to accept, out of startup, and is written with the law.
+func TestFleetLawResume(t *testing.T) {
+	f := testRules(t, nil)
+	s := lawFleet(t, f)
+	s, _ = f.Raise(s, fat(20), FleetView{LastWait: fat(15), Sent: -1}) // probing at 200
+	ns, changed := f.Resume(s, fat(100))
+	if !changed || ns.Rate != lawMargin*200 || ns.Law.Rate != ns.Rate || ns.Law.Bound != 200 || ns.Law.Startup || ns.SlowStart || !ns.Law.Full.Equal(fat(9.9)) {
+		t.Fatalf("resumed: changed %v rate %v law %+v; want %v, bound 200, out of startup", changed, ns.Rate, *ns.Law, lawMargin*200)
+	}
+	lone := FleetState{Adapt: Adapt{Rate: 5000, Throttled: true}, Seen: fat(0)}
+	ns, changed = f.Resume(lone, fat(60))
+	if !changed || ns.Law == nil || ns.Rate != 5000 || ns.Law.Rate != 5000 || ns.Law.Bound != 5000 || ns.Law.Ceil != 5000 || ns.Law.Startup || ns.SlowStart {
+		t.Fatalf("resumed from a rate: changed %v %+v; want the law at 5000, bound and ceil 5000, out of startup", changed, ns)
+	}
+	if ns, changed = f.Resume(lone, fat(3600)); !changed || ns.Rate != 600 || !ns.Law.Startup {
+		t.Fatalf("forgotten: changed %v rate %v, want a new state at 600 in startup", changed, ns.Rate)
+	}
+}
+
+// A Core that follows a law fleet runs at its share of the fleet's rate,
+// estimates its share of the fleet's bound, drops its saved tokens at a
+// new fleet cut, and reports what its own record measured for the whole
+// budget (its estimate divided by its share), for refusals of requests
+// sent once the fleet's Retry-After ran out.
+func TestCoreFollowLaw(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Instances, cfg.InitialFill = 4, 1
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	law := LawState{Rate: 1960, Bound: 2000, Ceil: 2000, Moved: at(5), Cut: at(5), Open: at(6), Hold: probeBase, Full: at(4.9)}
+	fleet := FleetState{Adapt: Adapt{Rate: 1960, Throttled: true, LastCut: at(5), IncClock: at(5)}, Law: &law}
+	c.Follow(at(10), fleet, time.Time{})
+	if c.Rate() != 490 || c.Estimate() != 500 || c.Adapt().SlowStart {
+		t.Fatalf("following: rate %v estimate %v, want 1960/4 and 2000/4", c.Rate(), c.Estimate())
+	}
+	if got := c.Tokens(at(20)); got <= 0 {
+		t.Fatalf("tokens %v, want some saved", got)
+	}
+	cut := LawState{Rate: 1470, Bound: 1500, Ceil: 1500, Moved: at(20), Cut: at(20), Open: at(21), Hold: probeBase, Full: at(19.9)}
+	fleet.Law, fleet.Rate, fleet.LastCut, fleet.IncClock = &cut, 1470, at(20), at(20)
+	c.Follow(at(20.5), fleet, at(21))
+	if c.Rate() != 367.5 || c.Estimate() != 375 || c.Tokens(at(20.5)) != 0 {
+		t.Fatalf("after a fleet cut: rate %v estimate %v tokens %v; want 367.5, 375, none", c.Rate(), c.Estimate(), c.Tokens(at(20.5)))
+	}
+	if until, ok := c.PausedUntil(); !ok || !until.Equal(at(21)) {
+		t.Fatalf("paused until %v %v, want the fleet's 21", secs(until), ok)
+	}
+	// One unit every 250 ms, each accepted: 240 a minute.
+	for k := 1; k < 80; k++ {
+		now := at(21 + float64(k)/4)
+		d := c.Acquire(now, 1)
+		if d.Status != Granted {
+			t.Fatalf("request at %v: %v, want granted", secs(now), d.Status)
 		}
-		s = ns
+		c.Observe(now.Add(50*time.Millisecond), d.At, 1, call.Outcome{Kind: call.Success, Status: 200})
 	}
-	s.HoldUntil = fat(500)
-	if _, raised := f.Raise(s, fat(450), FleetView{LastWait: fat(449), Accepted: 5000}); raised {
-		t.Fatal("raised during the hold")
+	if r := c.Report(at(41.1), at(41), 0); r.Accepted != 240*4 {
+		t.Fatalf("report: accepted %v, want 240 a minute / (1/4)", r.Accepted)
 	}
-	if _, raised := f.Raise(s, fat(500), FleetView{LastWait: fat(499), Accepted: 5000}); !raised {
-		t.Fatal("no raise at the end of the hold")
+	// Its own refusal pauses it but does not cut: the fleet decides.
+	d := c.Acquire(at(41.2), 1)
+	c.Observe(at(41.3), d.At, 1, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Second})
+	if c.Rate() != 367.5 || c.Estimate() != 375 {
+		t.Fatalf("after its own refusal: rate %v estimate %v, want the fleet's 367.5 and 375", c.Rate(), c.Estimate())
+	}
+	// The fleet cuts for it, with a Retry-After of 3.5 s: a refusal of a
+	// request sent before then belongs to that cut and measures nothing.
+	again := LawState{Rate: 1176, Bound: 1200, Ceil: 1200, Moved: at(41.5), Cut: at(41.5), Open: at(45), Hold: probeBase, Full: at(41.2)}
+	fleet.Law, fleet.Rate, fleet.LastCut, fleet.IncClock = &again, 1176, at(41.5), at(41.5)
+	c.Follow(at(41.5), fleet, at(45))
+	if c.Rate() != 294 || c.Estimate() != 300 {
+		t.Fatalf("after the second cut: rate %v estimate %v, want 294 and 300", c.Rate(), c.Estimate())
+	}
+	if r := c.Report(at(44), at(43), 0); r.Accepted != -1 {
+		t.Fatalf("report of a request sent before open: accepted %v, want none (-1)", r.Accepted)
+	}
+	// The cut's send starts a span: the API was full then, and has
+	// accepted nothing of this worker since (its spans before the cut
+	// are the old rate's).
+	if r := c.Report(at(45.1), at(45), 0); r.Accepted != 0 {
+		t.Fatalf("report of a request sent at open: accepted %v, want 0 since the cut's send", r.Accepted)
 	}
 }
 
@@ -175,7 +274,7 @@ func TestCoreFollowCutDropsSurplus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet := Adapt{Rate: 1200, LastCut: t0, IncClock: t0, WMax: 1200, CutTime: t0}
+	fleet := FleetState{Adapt: Adapt{Rate: 1200, LastCut: t0, IncClock: t0, WMax: 1200, CutTime: t0}}
 	c.Follow(at(0), fleet, time.Time{})
 	if got := c.Tokens(at(20)); got != 100 {
 		t.Fatalf("tokens %v, want a full bucket of 10 s at 600", got)
@@ -218,22 +317,17 @@ func TestCoreFollowCutDropsSurplus(t *testing.T) {
 	}
 }
 
-// CUBIC's curve keeps rising through the plateau; at the plateau's end it
-// starts again from the rate, so that the first probe above the measured
-// quota is one small step, not the whole curve at once.
-func TestFleetPlateauCUBIC(t *testing.T) {
-	f := testRules(t, func(c *Config) {
-		c.SlowStart, c.InitialUnitsPerMinute, c.Controller = false, 3000, ControllerCUBIC
-	})
-	s := f.Start(fat(0))
-	s, _, _ = f.Throttle(s, report(100, 99.9, 0), 2800) // rate 2520, plateau at 2716 until 400
-	s, raised := f.Raise(s, fat(200), FleetView{LastWait: fat(199)})
-	if !raised || math.Abs(s.Rate-2716) > 1e-9 {
-		t.Fatalf("raise within the plateau: %v, rate %v; want up to 2716", raised, s.Rate)
-	}
-	ns, raised := f.Raise(s, fat(410), FleetView{LastWait: fat(409)})
-	want := 2716 + 0.003*10*10*10 // C·(t − 400)³ + the rate at the plateau's end
-	if !raised || math.Abs(ns.Rate-want) > 1e-6 || !ns.CutTime.Equal(fat(400)) {
-		t.Fatalf("first raise after the plateau: %v, rate %v, epoch %v; want %v from 400", raised, ns.Rate, ns.CutTime.Sub(ft0).Seconds(), want)
+// A refusal that measured nothing (the worker's record too short, the
+// fleet's count unknown: 0) is no measure of an API that accepts nothing:
+// startup falls back to half its rate, not to the minimum.
+func TestFleetLawNoMeasure(t *testing.T) {
+	f := testRules(t, nil) // initial 600, the law
+	for _, worker := range []float64{-1, 0} {
+		r := report(10, 9.9, time.Second)
+		r.Accepted = worker
+		s, _, cut := f.Throttle(f.Start(fat(0)), r, 0)
+		if !cut || s.Rate != lawMargin*300 || s.Law.Bound != 300 {
+			t.Errorf("worker's measure %v, fleet's 0: cut %v rate %v bound %v; want 0.98 × 300, bound 300", worker, cut, s.Rate, s.Law.Bound)
+		}
 	}
 }

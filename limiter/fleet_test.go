@@ -23,6 +23,9 @@ func testRules(t *testing.T, mod func(*Config)) FleetRules {
 	return NewFleetRules(cfg, time.Hour, 5*time.Second)
 }
 
+// classic selects the classic rules (slow_start false) for a fleet.
+func classic(c *Config) { c.SlowStart = false }
+
 func report(at, sent float64, ra time.Duration) ThrottleReport {
 	return ThrottleReport{At: fat(at), Sent: fat(sent), RetryAfter: ra, Measured: -1, Part: Part{Share: 0.05, Instances: 20}}
 }
@@ -31,7 +34,7 @@ func report(at, sent float64, ra time.Duration) ThrottleReport {
 // is one cut, the cooldown is fleet-wide, and a Retry-After pauses the
 // fleet.
 func TestFleetRulesThrottle(t *testing.T) {
-	f := testRules(t, nil)
+	f := testRules(t, classic)
 	s := f.Start(fat(0))
 	steps := []struct {
 		r       ThrottleReport
@@ -66,7 +69,7 @@ func TestFleetRulesThrottle(t *testing.T) {
 // Twenty workers report the same burst, each decision taken on the
 // latest state (as compare-and-set makes them): one cut.
 func TestFleetRulesBurstOneCut(t *testing.T) {
-	f := testRules(t, nil)
+	f := testRules(t, classic)
 	s := f.Start(fat(0))
 	cuts := 0
 	for w := range 20 {
@@ -84,7 +87,7 @@ func TestFleetRulesBurstOneCut(t *testing.T) {
 // CUBIC's measured rate is the reporting worker's, for its share: the
 // fleet cuts from the fleet's send rate.
 func TestFleetRulesCUBICMeasured(t *testing.T) {
-	f := testRules(t, func(c *Config) { c.Controller = ControllerCUBIC; c.InitialUnitsPerMinute = 3000 })
+	f := testRules(t, func(c *Config) { c.Controller = ControllerCUBIC; c.InitialUnitsPerMinute = 3000; c.SlowStart = false })
 	s := f.Start(fat(0))
 	r := report(20, 19, 0)
 	r.Measured = 100 // 1/20 of the budget: the fleet sent 2000
@@ -98,7 +101,7 @@ func TestFleetRulesCUBICMeasured(t *testing.T) {
 // worker's requests waited since the increase clock restarted, never in
 // the fleet's pause.
 func TestFleetRulesRaise(t *testing.T) {
-	f := testRules(t, nil)
+	f := testRules(t, classic)
 	s := f.Start(fat(0))
 	s, _, _ = f.Throttle(s, report(5, 4, 3*time.Second), 0) // clock at 5, paused to 8, rate 420
 	steps := []struct {
@@ -131,7 +134,7 @@ func TestFleetRulesRaise(t *testing.T) {
 // The remembered state: used while younger than remember, else the fleet
 // starts again at the initial rate; touch keeps it young once per refresh.
 func TestFleetRulesRemember(t *testing.T) {
-	f := testRules(t, nil)
+	f := testRules(t, classic)
 	if s, changed := f.Resume(FleetState{}, fat(0)); !changed || s.Rate != 600 || !s.Seen.Equal(fat(0)) {
 		t.Fatalf("no state: %+v %v, want a new one at 600", s, changed)
 	}

@@ -2,34 +2,46 @@ package limiter
 
 import "time"
 
-// Follow makes the Core run on a fleet's rate, at now: fleet is the state
-// of the rules for the whole budget, kept by a fleet controller that all
-// instances share (package cluster). The Core's state becomes fleet's in
-// its part of the budget (Rules.Scale: rate and w_max times the share),
-// the whole fleet rate becomes its ceiling, and a pause is extended to
-// pausedUntil if that is later (a Retry-After another instance received).
-// When the fleet's state shows a cut the Core had not seen, the bucket
-// keeps no more than the units of the request at the head of the queue
-// (none when nothing waits): tokens saved at the old rate are not sent as
-// a burst into an API that has just throttled.
+// Follow makes the Core run on a fleet's state s, at now: the rules of
+// the whole budget, kept by a fleet controller that all instances share
+// (package cluster). With the adaptive law the Core's law takes the
+// fleet's (its rates times the share) and keeps its own record; with the
+// classic rules the Core's state becomes the fleet's in its part of the
+// budget, and the whole fleet rate becomes its ceiling. A pause is
+// extended to pausedUntil if that is later (a Retry-After another
+// instance received). When the fleet's state shows a cut the Core had not
+// seen, the bucket keeps no more than the units of the request at the
+// head of the queue (none when nothing waits): tokens saved at the old
+// rate are not sent as a burst into an API that has just throttled; and
+// the law's next span starts when sending resumes.
 // Until Lead, the Core neither cuts nor raises by itself: a throttle still
-// pauses it and restarts its increase clock, and a change of share
-// rescales it to the fleet's rate times the new share.
-func (c *Core) Follow(now time.Time, fleet Adapt, pausedUntil time.Time) {
+// pauses it, and a change of share rescales it.
+func (c *Core) Follow(now time.Time, s FleetState, pausedUntil time.Time) {
 	t := c.offset(now)
 	c.advance(t)
-	if from := c.adapt.Rate; c.following && fleet.SlowStart && fleet.Rate > c.fleet.Rate {
-		c.noteRaise(t, from) // the fleet raised the rate in slow start
+	until := pausedUntil.Sub(c.start)
+	if pausedUntil.IsZero() {
+		until = t
 	}
-	if c.following && fleet.LastCut.After(c.fleet.LastCut) {
-		c.dropSurplus() // the fleet cut its rate (fleet_core.go)
+	newCut := c.following && s.LastCut.After(c.fleet.LastCut)
+	if newCut {
+		c.dropSurplus() // fleet_core.go
 	}
 	c.following = true
-	c.fleet = fleet
-	c.rules.SetCeiling(fleet.Rate)
-	c.adapt = c.rules.Scale(fleet)
+	c.fleet = s.Adapt
+	if c.law != nil {
+		ls := s.law()
+		c.law.load(ls, c.start, c.rules.part.Of(1))
+		if newCut {
+			c.law.afterCut(rel(c.start, ls.Full), max(t, until))
+		}
+		c.adapt.Rate, c.adapt.SlowStart = c.law.rate, c.law.startup
+	} else {
+		c.rules.SetCeiling(s.Rate)
+		c.adapt = c.rules.Scale(s.Adapt)
+	}
 	c.setRate(c.adapt.Rate)
-	if until := pausedUntil.Sub(c.start); until > t {
+	if until > t {
 		if !c.paused {
 			c.fleetPause = true
 		}
@@ -38,15 +50,12 @@ func (c *Core) Follow(now time.Time, fleet Adapt, pausedUntil time.Time) {
 	c.advance(t)
 }
 
-// Lead makes a following Core run its own rules again, at now, from the
-// fleet state it followed last and never above that fleet rate times its
-// share (the ceiling stays). A Core that does not follow is unchanged.
+// Lead makes a following Core run its own rules again, at now: the law
+// from the fleet's state it followed last, or the classic rules never
+// above that fleet rate times its share (the ceiling stays). A Core that
+// does not follow is unchanged.
 func (c *Core) Lead(now time.Time) {
-	t := c.offset(now)
-	c.advance(t)
-	if c.following && c.law != nil {
-		c.law.lead(t, c.adapt.Rate, c.rules.Min(), c.rules.Max())
-	}
+	c.advance(c.offset(now))
 	c.following = false
 }
 
@@ -83,15 +92,20 @@ type ThrottleReport struct {
 	Sent       time.Time     // when its request was granted (sent_at)
 	RetryAfter time.Duration // its Retry-After, 0 if none
 	// Measured is this instance's send rate (units per minute, the units
-	// granted in the last 10 s × 6), or -1 when unknown (see Core.Measured).
+	// granted in the last 10 s × 6), or -1 when unknown (see
+	// Core.Measured): the classic CUBIC's cut.
 	Measured float64
-	// Accepted is the rate this instance saw the API accept (units per
-	// minute, see Core.Accepted) while in slow start, else 0: slow start's
-	// fallback.
+	// Accepted is what the adaptive law's record of this instance
+	// measured for the refusal: what the API accepted per minute over the
+	// best span, divided by the instance's share (the whole budget's); -1
+	// when no span was long enough, with the classic rules, or for a
+	// request sent before the last cut's Retry-After ran out (0 or less is
+	// none: a worker at a small share may have had nothing answered in a
+	// span, which is no measure of the fleet). Window is
+	// the window the refusal showed, 0 for none.
 	Accepted float64
-	// Hold is how long the fallback holds (see Core.Accepted).
-	Hold time.Duration
-	Part Part // this instance's part of the budget at the time
+	Window   time.Duration
+	Part     Part // this instance's part of the budget at the time
 }
 
 // Report returns the ThrottleReport of a throttle observed at now, of a
@@ -99,9 +113,18 @@ type ThrottleReport struct {
 // controller needs of this Core to apply its throttle rule. The Limiter's
 // throttle hook and the simulator's fleet build their reports here.
 func (c *Core) Report(now, sent time.Time, retryAfter time.Duration) ThrottleReport {
-	a, hold := c.fallback(c.offset(now), sent.Sub(c.start), retryAfter)
-	return ThrottleReport{At: now, Sent: sent, RetryAfter: retryAfter,
-		Measured: c.Measured(now), Accepted: a, Hold: hold, Part: c.rules.Part()}
+	r := ThrottleReport{At: now, Sent: sent, RetryAfter: retryAfter, Measured: c.Measured(now), Accepted: -1, Part: c.rules.Part()}
+	if s := sent.Sub(c.start); c.law != nil && c.following && s >= c.law.open {
+		if retryAfter <= 0 {
+			retryAfter = lawRetryAfter
+		}
+		m := c.law.measure(s, retryAfter)
+		if m.ok {
+			r.Accepted = m.a / c.rules.part.Of(1)
+		}
+		r.Window = m.window
+	}
+	return r
 }
 
 // WithThrottleHook makes the Limiter call fn after every throttle it
@@ -110,14 +133,13 @@ func WithThrottleHook(fn func(ThrottleReport)) Option {
 	return func(l *Limiter) { l.onThrottle = fn }
 }
 
-// Follow makes the Limiter run on a fleet's rate: see Core.Follow. It is
+// Follow makes the Limiter run on a fleet's state: see Core.Follow. It is
 // safe for concurrent use, like every method of Limiter.
-func (l *Limiter) Follow(fleet Adapt, pausedUntil time.Time) {
+func (l *Limiter) Follow(fleet FleetState, pausedUntil time.Time) {
 	l.update(func(now time.Time) { l.core.Follow(now, fleet, pausedUntil) })
 }
 
-// Lead makes the Limiter run its own rules again, never above the last
-// fleet rate times its share: see Core.Lead.
+// Lead makes the Limiter run its own rules again: see Core.Lead.
 func (l *Limiter) Lead() {
 	l.update(func(now time.Time) { l.core.Lead(now) })
 }

@@ -17,7 +17,7 @@ func TestCoreFollow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet := Adapt{Rate: 2400, Throttled: true, LastCut: at(1), IncClock: at(1), WMax: 3000, CutTime: at(1), K: 2}
+	fleet := FleetState{Adapt: Adapt{Rate: 2400, Throttled: true, LastCut: at(1), IncClock: at(1), WMax: 3000, CutTime: at(1), K: 2}}
 	c.Follow(at(2), fleet, time.Time{})
 	if got := c.Rate(); got != 600 {
 		t.Fatalf("rate = %v, want 2400/4", got)
@@ -68,7 +68,7 @@ func TestCoreLeadCeiling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Follow(at(0), Adapt{Rate: 1000, LastCut: at(0), IncClock: at(0), WMax: 1000, CutTime: at(0)}, time.Time{})
+	c.Follow(at(0), FleetState{Adapt: Adapt{Rate: 1000, LastCut: at(0), IncClock: at(0), WMax: 1000, CutTime: at(0)}}, time.Time{})
 	c.Lead(at(1))
 	if c.Following() {
 		t.Fatal("still following after Lead")
@@ -103,14 +103,14 @@ func TestRulesThrottleAndRaise(t *testing.T) {
 	if a.Rate != 600 || a.WMax != 600 {
 		t.Fatalf("start = %+v", a)
 	}
-	if !r.Throttle(&a, at(1), at(0.9), -1, 0, 0) || a.Rate != 420 {
+	if !r.Throttle(&a, at(1), at(0.9), -1) || a.Rate != 420 {
 		t.Fatalf("first throttle: rate %v, want 420", a.Rate)
 	}
 	// Same burst: within the cooldown, or sent before the cut.
-	if r.Throttle(&a, at(2), at(1.5), -1, 0, 0) || r.Throttle(&a, at(7), at(0.95), -1, 0, 0) {
+	if r.Throttle(&a, at(2), at(1.5), -1) || r.Throttle(&a, at(7), at(0.95), -1) {
 		t.Fatal("a throttle of the same burst cut again")
 	}
-	if !r.Throttle(&a, at(7), at(6), -1, 0, 0) || math.Abs(a.Rate-294) > 1e-9 {
+	if !r.Throttle(&a, at(7), at(6), -1) || math.Abs(a.Rate-294) > 1e-9 {
 		t.Fatalf("throttle after the cooldown: rate %v, want 294", a.Rate)
 	}
 	if r.Raise(&a, at(20), false) {
@@ -132,7 +132,7 @@ func TestRulesThrottleAndRaise(t *testing.T) {
 // own Retry-After empties it, as always.
 func TestCoreFleetPauseKeepsTokens(t *testing.T) {
 	cfg := cfgWith(func(c *Config) { c.Burst = 10 * time.Second })
-	fleet := Adapt{Rate: 600, LastCut: at(0), IncClock: at(0), WMax: 600, CutTime: at(0)}
+	fleet := FleetState{Adapt: Adapt{Rate: 600, LastCut: at(0), IncClock: at(0), WMax: 600, CutTime: at(0)}}
 	c, _ := NewCore(cfg, t0)
 	c.Follow(at(0), fleet, at(2))
 	if got := c.Tokens(at(3)); got != 100 {
@@ -156,7 +156,7 @@ func TestCoreFollowGrantsWhenNotInDebt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Follow(at(0), Adapt{Rate: 60, Throttled: true, LastCut: t0, IncClock: t0, WMax: 60, CutTime: t0}, time.Time{})
+	c.Follow(at(0), FleetState{Adapt: Adapt{Rate: 60, Throttled: true, LastCut: t0, IncClock: t0, WMax: 60, CutTime: t0}}, time.Time{})
 	if d := c.Acquire(at(0), 5); d.Status != Granted {
 		t.Fatalf("first request: %v, want granted from an empty bucket", d.Status)
 	}

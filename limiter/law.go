@@ -88,10 +88,19 @@ func (s *tally) sum(v *[binCount]float64, from, to time.Duration) float64 {
 type law struct {
 	min, max float64 // the rate's limits for this part of the budget
 	cubic    bool    // probes follow x³/16, not x
+	lawState         // what a fleet shares
 
-	past tally
-	rate float64 // the pacing rate, units per minute
+	past     tally
+	from     time.Duration    // the start of the span the next refusal measures; -1: none
+	refs     [4]time.Duration // the sends of the last refusals, newest first; -1: none
+	lastSent time.Duration
+	fresh    bool // no refusal since sending began after an idle time
+}
 
+// lawState is the part of the law that a fleet shares (fleet.go): all of
+// it but the instance's record of its own sending.
+type lawState struct {
+	rate    float64       // the pacing rate, units per minute
 	startup bool          // doubling; no refusal yet
 	moved   time.Duration // the last raise or cut
 	probes  int           // probes since the last cut
@@ -102,19 +111,25 @@ type law struct {
 	cut   time.Duration // when the last cut was; refusals of requests sent before it belong to it
 	open  time.Duration // when the API said, at the last cut, it would take more; refusals of requests sent before it belong to that cut too
 
-	from     time.Duration    // the start of the span the next refusal measures; -1: none
-	refs     [4]time.Duration // the sends of the last refusals, newest first; -1: none
-	lastSent time.Duration
-	noise    time.Duration // the last refusal at the bound that the API was seen to accept
-	window   time.Duration // W: the API's memory, learned at the first refusal after an idle start
-	wfrom    windowSource  // where W came from
-	fresh    bool          // no refusal since sending began after an idle time
+	noise  time.Duration // the last refusal at the bound that the API was seen to accept
+	window time.Duration // W: the API's memory, learned at the first refusal after an idle start
+	wfrom  windowSource  // where W came from
+}
+
+// refusal is what one refusal measured: when its request was sent, the
+// Retry-After (lawRetryAfter when none was named), what the API accepted
+// per minute over the best span (ok: some span was long enough), and the
+// window it shows (0: none).
+type refusal struct {
+	sent, ra time.Duration
+	a        float64
+	ok       bool
+	window   time.Duration
 }
 
 func newLaw(cfg Config, rate, lo, hi float64) *law {
-	l := &law{min: lo, max: hi, cubic: cfg.Controller == ControllerCUBIC,
-		rate: rate, startup: true, hold: probeBase, from: -1, refs: noRefs, noise: math.MinInt64 / 2,
-		window: cfg.Window, wfrom: fromRefusal}
+	l := &law{min: lo, max: hi, cubic: cfg.Controller == ControllerCUBIC, from: -1, refs: noRefs,
+		lawState: lawState{rate: rate, startup: true, hold: probeBase, noise: never, open: never, window: cfg.Window, wfrom: fromRefusal}}
 	if cfg.Window > 0 {
 		l.wfrom = fromConfig
 	}
@@ -122,6 +137,9 @@ func newLaw(cfg Config, rate, lo, hi float64) *law {
 }
 
 var noRefs = [4]time.Duration{-1, -1, -1, -1}
+
+// never is a time long before any: the law's "not yet".
+const never = time.Duration(math.MinInt64 / 4)
 
 func perMin(units float64, span time.Duration) float64 {
 	if span <= 0 {
@@ -197,16 +215,49 @@ func (l *law) refused(t, sent, ra, resume time.Duration) bool {
 		// its Retry-After, capped by max_pause): the same overshoot.
 		return false
 	}
-	prev := l.rate
-	a, ok := l.estimate(sent, ra)
-	if ok && l.fresh && l.wfrom == fromRefusal {
-		l.window = min(sent-l.from+l.beyond(ra), MaxWindow)
+	if !l.decide(t, l.measure(sent, ra)) {
+		return false
+	}
+	l.afterCut(sent, resume)
+	return true
+}
+
+// measure reads the record for a refusal of a request sent at sent with
+// the Retry-After ra: what the API accepted (estimate) and, at the first
+// refusal after an idle start, the window: the time since sending began,
+// and the wait beyond a second.
+func (l *law) measure(sent, ra time.Duration) refusal {
+	m := refusal{sent: sent, ra: ra}
+	m.a, m.ok = l.estimate(sent, ra)
+	if m.ok && l.fresh {
+		m.window = min(sent-l.from+l.beyond(ra), MaxWindow)
 	}
 	l.fresh = false
+	return m
+}
+
+// afterCut starts the next span at resume, after a cut by a refusal of a
+// request sent at sent: the API was full then.
+func (l *law) afterCut(sent, resume time.Duration) {
+	copy(l.refs[1:], l.refs[:])
+	l.refs[0] = sent
+	l.from = resume
+}
+
+// decide applies a refusal at t that measured m to the shared state, and
+// returns whether it cut the rate.
+func (l *law) decide(t time.Duration, m refusal) bool {
+	if m.sent < l.open {
+		return false // see refused
+	}
+	if m.window > 0 && l.wfrom == fromRefusal {
+		l.window = m.window
+	}
+	prev, a := l.rate, m.a
 	switch {
-	case !ok && l.bound > 0:
+	case !m.ok && l.bound > 0:
 		a = l.bound
-	case !ok:
+	case !m.ok:
 		a = prev / 2
 	}
 	c, ceil := prev, prev
@@ -244,18 +295,38 @@ func (l *law) refused(t, sent, ra, resume time.Duration) bool {
 	l.startup = false
 	l.rate = l.clamp(lawMargin * c)
 	l.cut, l.moved, l.probes = t, t, 0
-	l.open = t + min(max(ra, 0), MaxWindow)
-	copy(l.refs[1:], l.refs[:])
-	l.refs[0] = sent // the API was full then
-	l.from = resume
+	l.open = t + min(max(m.ra, 0), MaxWindow)
 	return true
 }
 
-// raise is called at t when a request that waited was accepted; it
-// returns whether the rate changed.
-func (l *law) raise(t time.Duration) bool {
+// view is what a raise reads of the record, per minute of this part: what
+// the API accepted over the last max(moreSpan, W) (got; -1 when the span
+// reaches back before the current one) and what was sent over the last
+// startupInterval (sent; -1 before the first).
+type view struct{ got, sent float64 }
+
+// viewer gives the view at t: the law's own record, or (for a fleet) what
+// a worker saw (*view).
+type viewer interface{ view(t time.Duration) view }
+
+func (v *view) view(time.Duration) view { return *v }
+
+func (l *law) view(t time.Duration) view {
+	v := view{got: -1, sent: -1}
+	if span := max(moreSpan, l.window); t-span >= l.from {
+		v.got = perMin(l.past.sum(&l.past.acc, t-span, t), span)
+	}
+	if t >= startupInterval {
+		v.sent = perMin(l.past.sum(&l.past.sent, t-startupInterval, t), startupInterval)
+	}
+	return v
+}
+
+// raise is called at t when a request that waited was accepted; rec gives
+// what the record shows then. It returns whether the rate changed.
+func (l *law) raise(t time.Duration, rec viewer) bool {
 	if l.startup {
-		return l.double(t)
+		return l.double(t, rec)
 	}
 	climbing := l.rate < lawMargin*l.ceil*0.995
 	hold := l.hold
@@ -267,10 +338,8 @@ func (l *law) raise(t time.Duration) bool {
 	}
 	// What the API accepted lately, when it is more than the bound, moves
 	// the bound up and restarts the probes from it.
-	if span := max(moreSpan, l.window); t-span >= l.from {
-		if got := perMin(l.past.sum(&l.past.acc, t-span, t), span); got > (1+probeStep)*l.bound {
-			l.bound, l.probes, l.hold = got, 0, probeBase
-		}
+	if got := rec.view(t).got; got > (1+probeStep)*l.bound {
+		l.bound, l.probes, l.hold = got, 0, probeBase
 	}
 	l.bound = math.Max(l.bound, l.rate) // held for the probe interval without a refusal
 	var next float64
@@ -297,13 +366,13 @@ func (l *law) raise(t time.Duration) bool {
 // double is startup's raise: ×2 every startupInterval, at most twice what
 // was sent in the last interval, so the rate does not run ahead of the
 // demand.
-func (l *law) double(t time.Duration) bool {
+func (l *law) double(t time.Duration, rec viewer) bool {
 	if t-l.moved < startupInterval {
 		return false
 	}
 	next := 2 * l.rate
-	if t >= startupInterval {
-		next = math.Min(next, 2*perMin(l.past.sum(&l.past.sent, t-startupInterval, t), startupInterval))
+	if sent := rec.view(t).sent; sent >= 0 {
+		next = math.Min(next, 2*sent)
 	}
 	l.moved = t
 	if next = l.clamp(next); next <= l.rate {
@@ -336,16 +405,6 @@ func (l *law) quota(t time.Duration, q float64) {
 	l.bound, l.ceil = q, q
 	l.rate = l.clamp(q)
 	l.moved, l.probes = t, 0
-}
-
-// lead makes the law run from rate at t, the rate a fleet set: it is
-// what the API accepted, with no startup.
-func (l *law) lead(t time.Duration, rate, lo, hi float64) {
-	l.min, l.max = lo, hi
-	l.startup = false
-	l.bound, l.ceil = rate, rate
-	l.rate = l.clamp(rate)
-	l.moved, l.probes, l.hold = t, 0, probeBase
 }
 
 // announce sets W to a window the API announced (a quota header's window

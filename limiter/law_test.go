@@ -48,7 +48,7 @@ func drive(l *law, admit func(time.Duration, float64) bool, d, rtt, ra time.Dura
 			if a.ok {
 				l.accepted(a.sent, 1)
 				per[a.sent/time.Second]++
-				l.raise(t)
+				l.raise(t, l)
 			} else if refuse(l, t, a.sent, ra); ra > 0 {
 				next = max(next, t+ra)
 			}
@@ -88,7 +88,7 @@ func TestLawStartupDoubles(t *testing.T) {
 	for s := 1; s <= 6; s++ {
 		at := time.Duration(s) * time.Second
 		l.sent(at-time.Millisecond, l.rate/60, false) // a second's worth at the rate
-		l.raise(at)
+		l.raise(at, l)
 	}
 	if l.rate != 4800 {
 		t.Fatalf("rate after 6 s of backlog = %v, want 600 doubled three times", l.rate)
@@ -97,7 +97,7 @@ func TestLawStartupDoubles(t *testing.T) {
 	for s := 1; s <= 6; s++ {
 		at := time.Duration(s) * time.Second
 		l.sent(at-time.Millisecond, 2, false) // 120 units a minute sent
-		l.raise(at)
+		l.raise(at, l)
 	}
 	if l.rate != 600 {
 		t.Fatalf("rate with a demand of 120/min = %v, want 600 (at most twice what was sent)", l.rate)
@@ -179,10 +179,10 @@ func TestLawProbeShape(t *testing.T) {
 		l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, lawMargin*1000, -1
 		for i, want := range tc.want {
 			at := time.Duration(i+1) * l.hold
-			if l.raise(at - time.Millisecond); l.rate != lawMargin*1000 && i == 0 {
+			if l.raise(at-time.Millisecond, l); l.rate != lawMargin*1000 && i == 0 {
 				t.Fatalf("%s: raised before the probe interval", tc.ctrl)
 			}
-			l.raise(at)
+			l.raise(at, l)
 			if math.Abs(l.rate-want*1000) > 1e-9 {
 				t.Fatalf("%s: probe %d: rate %v, want %v", tc.ctrl, i+1, l.rate, want*1000)
 			}
@@ -196,7 +196,7 @@ func TestLawMoreCapacity(t *testing.T) {
 	l := testLaw(t, ControllerAIMD, 1000)
 	l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, lawMargin*1000, 0
 	fill(l, 0, 20*time.Second, 3000)
-	l.raise(20 * time.Second)
+	l.raise(20*time.Second, l)
 	if math.Abs(l.bound-3000) > 30 {
 		t.Fatalf("bound after 20 s accepted at 3000/min = %v, want about 3000", l.bound)
 	}

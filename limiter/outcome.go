@@ -9,22 +9,19 @@ import (
 
 func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	c.waited = false
-	if c.law != nil && !c.following {
+	switch {
+	case c.law != nil:
 		if retryAfter <= 0 {
 			retryAfter = lawRetryAfter // a 429 says slow down even without a wait
 		}
-		if c.law.refused(t, sent, retryAfter, t+min(retryAfter, c.cfg.MaxPause)) {
+		// Following, the fleet decides (Report tells it what the record
+		// measured).
+		if !c.following && c.law.refused(t, sent, retryAfter, t+min(retryAfter, c.cfg.MaxPause)) {
 			c.takeLaw()
 		}
-		if until, ok := c.pauseEnd(t, c.restartBackoff(sent, retryAfter)); ok {
-			c.pause(until)
-			c.fleetPause = false
-		}
-		return
-	}
-	if c.following {
+	case c.following:
 		c.adapt.IncClock = c.at(t)
-	} else if c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t), 0, 0) {
+	case c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t)):
 		c.setRate(c.adapt.Rate)
 	}
 	if until, ok := c.pauseEnd(t, c.restartBackoff(sent, retryAfter)); ok {
@@ -55,7 +52,7 @@ func (c *Core) success(t time.Duration, units float64) {
 		return
 	}
 	if c.law != nil {
-		if c.law.raise(t) {
+		if c.law.raise(t, c.law) {
 			c.takeLaw()
 			c.waited = false
 		}

@@ -21,6 +21,14 @@ func (s Stats) Burst() float64 {
 	return max(s.Tokens, 0)
 }
 
+// Adaptive reports whether the Limiter runs the adaptive law
+// (slow_start, not disabled), which keeps an estimate.
+func (l *Limiter) Adaptive() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.core.law != nil
+}
+
 // AcceptedKnown reports whether AcceptedUnits counts what the API accepts
 // now (Core.AcceptedUnits): with slow_start on, or while the Limiter
 // follows a fleet; never in disabled mode. Otherwise a display shows the

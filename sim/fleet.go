@@ -73,7 +73,7 @@ func (r *runner) follow(in *instance) {
 	}
 	s := r.fleet.state
 	start := r.fleet.rules.Stagger(s, in.part(), phase(in.idx), r.vt(r.now))
-	in.core.Follow(r.vt(r.now), s.Adapt, latest(start, r.fleet.rules.PauseEnd(s, in.part(), phase(in.idx))))
+	in.core.Follow(r.vt(r.now), s, latest(start, r.fleet.rules.PauseEnd(s, in.part(), phase(in.idx))))
 }
 
 // part is the instance's part of the budget.
@@ -91,7 +91,7 @@ func latest(a, b time.Time) time.Time {
 // followState makes in follow the fleet state s, ending the fleet's pause
 // at its own phase.
 func (r *runner) followState(in *instance, s limiter.FleetState) {
-	in.core.Follow(r.vt(r.now), s.Adapt, r.fleet.rules.PauseEnd(s, in.part(), phase(in.idx)))
+	in.core.Follow(r.vt(r.now), s, r.fleet.rules.PauseEnd(s, in.part(), phase(in.idx)))
 }
 
 // accepted is the units the API accepted from the whole fleet in the last
@@ -115,11 +115,11 @@ func phase(i int) float64 {
 }
 
 // fleetObserve applies an outcome an instance observed to the fleet: a
-// throttle by the fleet's throttle rule, a success by its raise rule with
-// the latest wait of any instance (their heartbeats), both with the units
-// the fleet was accepted in the last minute. The instance that decided a
-// change follows it at once (it wrote it); it reaches every other
-// instance ShareDelay later.
+// throttle by the fleet's throttle rule, with what the instance's record
+// measured; a success by its raise rule, with the latest wait of any
+// instance (their heartbeats) and the instance's record. The instance
+// that decided a change follows it at once (it wrote it); it reaches
+// every other instance ShareDelay later.
 func (r *runner) fleetObserve(in *instance, sentAt time.Duration, o call.Outcome) {
 	f := r.fleet
 	now := r.vt(r.now)
@@ -135,7 +135,7 @@ func (r *runner) fleetObserve(in *instance, sentAt time.Duration, o call.Outcome
 				}
 			}
 		}
-		f.state, changed = f.rules.Raise(f.state, now, limiter.FleetView{LastWait: wait, Accepted: r.accepted(), Delay: r.cfg.ShareDelay})
+		f.state, changed = f.rules.Raise(f.state, now, limiter.FleetView{LastWait: wait, Sent: in.core.Sent(now), Accepted: r.accepted(), Delay: r.cfg.ShareDelay})
 	}
 	if !changed {
 		return

@@ -66,7 +66,6 @@ func TestStatusPace(t *testing.T) {
 	for why, text := range map[run.NoEstimate]string{
 		run.EstimateNotYet:  "\n  estimate: none yet (no 429 or quota header so far)\n",
 		run.EstimateClassic: "\n  estimate: none (limiter.slow_start is off)\n",
-		run.EstimateFleet:   "\n  estimate: none of its own (the fleet sets its rate)\n",
 	} {
 		none := run.WorkerState{Rate: 3000, Accepted: &accepted, NoEstimate: why, Burst: &burst}
 		if got := paceLines(none.Pace()); !strings.Contains(got, text) {

@@ -39,7 +39,6 @@ type NoEstimate string
 const (
 	EstimateNotYet   NoEstimate = "not_yet"        // the adaptive law has measured nothing yet: no 429 or quota header so far
 	EstimateClassic  NoEstimate = "slow_start_off" // the classic rules (limiter.slow_start: false) keep none
-	EstimateFleet    NoEstimate = "fleet"          // the rate is a fleet's, not the limiter's own
 	EstimateDisabled NoEstimate = "disabled"       // the limiter only records
 )
 
@@ -60,9 +59,7 @@ func limiterPace(lim *limiter.Limiter, st limiter.Stats) Pace {
 	switch {
 	case st.Disabled:
 		p.NoEstimate = EstimateDisabled
-	case st.Following:
-		p.NoEstimate = EstimateFleet
-	case !known: // neither disabled nor following: slow_start is off
+	case !lim.Adaptive(): // slow_start is off
 		p.NoEstimate = EstimateClassic
 	case !(st.Estimate > 0):
 		p.NoEstimate = EstimateNotYet
@@ -124,8 +121,6 @@ func (p Pace) EstimateText() string {
 		return "estimate: none yet (no 429 or quota header so far)"
 	case EstimateClassic:
 		return "estimate: none (limiter.slow_start is off)"
-	case EstimateFleet:
-		return "estimate: none of its own (the fleet sets its rate)"
 	case EstimateDisabled:
 		return "estimate: none (limiter disabled)"
 	}

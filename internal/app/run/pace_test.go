@@ -146,12 +146,14 @@ func TestPaceEstimate(t *testing.T) {
 		if back := ws.Pace(); back.Estimate != p.Estimate || back.EstimateText() != p.EstimateText() {
 			t.Errorf("through /state: %+v, want %+v", back, p)
 		}
-		lim.Follow(limiter.Adapt{Rate: 900}, time.Time{})
-		if p := limiterPace(lim, lim.Stats()); !math.IsNaN(p.Estimate) || p.NoEstimate != EstimateFleet {
-			t.Errorf("following: %+v, want none (fleet)", p)
+		// Following a fleet, its share (the whole budget here) of the
+		// fleet's estimate.
+		lim.Follow(limiter.FleetState{Adapt: limiter.Adapt{Rate: 900}, Law: &limiter.LawState{Rate: 900, Bound: 920, Ceil: 950, From: "refusal"}}, time.Time{})
+		if p := limiterPace(lim, lim.Stats()); p.Estimate != 920 || p.NoEstimate != "" {
+			t.Errorf("following: %+v, want the fleet's estimate 920", p)
 		}
-		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 0 {
-			t.Errorf("following: %d estimate samples (%v), want none", n, err)
+		if got, ok := backends.Gauge(t, reg, name); !ok || got != 920 {
+			t.Errorf("following: %s = %v (scraped %v), want 920", name, got, ok)
 		}
 	})
 	for why, f := range map[NoEstimate]func(*limiter.Config){

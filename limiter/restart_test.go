@@ -7,29 +7,6 @@ import (
 	"github.com/sluicehq/sluice/call"
 )
 
-// A Core that follows a fleet in slow start remembers the fleet's raises,
-// so that its throttle report carries the rate before the last one, in its
-// own part of the budget.
-func TestCoreFollowAcceptedAfterRaise(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Instances = 2
-	c, err := NewCore(cfg, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fleet := c.rules.Start(t0)
-	fleet.Rate = 600
-	c.Follow(at(0), fleet, time.Time{})
-	fleet.Rate, fleet.IncClock = 1200, at(2)
-	c.Follow(at(2), fleet, time.Time{})
-	if r := c.Report(at(3), at(2.5), 0); r.Accepted != 300 {
-		t.Fatalf("accepted = %v, want the part's rate before the raise (600/2)", r.Accepted)
-	}
-	if r := c.Report(at(5), at(4.5), 0); r.Accepted != 0 {
-		t.Fatalf("accepted one interval after the raise = %v, want the minute's (nothing accepted: 0)", r.Accepted)
-	}
-}
-
 // The restart after a pause ends by itself max_pause after the pause's
 // end when the answer of the request in flight never comes, and there is
 // none without slow start.
