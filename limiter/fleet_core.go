@@ -94,22 +94,19 @@ func (c *Core) Sent(now time.Time) float64 {
 
 // Sent returns what this instance sent lately (see Core.Sent). It is safe
 // for concurrent use.
-func (l *Limiter) Sent() float64 {
-	now := time.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	sent := l.core.Sent(now)
-	l.settleLocked(now)
-	return sent
-}
+func (l *Limiter) Sent() float64 { return read(l, l.core.Sent) }
 
 // AcceptedUnits returns the units this instance saw the API accept in the
 // last minute (see Core.AcceptedUnits). It is safe for concurrent use.
-func (l *Limiter) AcceptedUnits() float64 {
+func (l *Limiter) AcceptedUnits() float64 { return read(l, l.core.AcceptedUnits) }
+
+// read returns f(now) of the Core under the Limiter's lock, then settles
+// what came due meanwhile.
+func read[T any](l *Limiter, f func(now time.Time) T) T {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	a := l.core.AcceptedUnits(now)
+	v := f(now)
 	l.settleLocked(now)
-	return a
+	return v
 }

@@ -19,14 +19,7 @@ import (
 // block fails the test.
 func BlockAfter(t testing.TB, path, marker string) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(b), marker)
-	if !ok {
-		t.Fatalf("%s: no %q (the tests read the example after it)", path, marker)
-	}
+	rest := after(t, path, marker)
 	var block []string
 	in := false
 	for _, l := range strings.Split(rest, "\n") {
@@ -48,15 +41,7 @@ func BlockAfter(t testing.TB, path, marker string) string {
 // breaks as spaces. A missing marker or span fails the test.
 func CodeAfter(t testing.TB, path, marker string) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(b), marker)
-	if !ok {
-		t.Fatalf("%s: no %q (the tests read the example after it)", path, marker)
-	}
-	_, rest, ok1 := strings.Cut(rest, "`")
+	_, rest, ok1 := strings.Cut(after(t, path, marker), "`")
 	span, _, ok2 := strings.Cut(rest, "`")
 	if !ok1 || !ok2 {
 		t.Fatalf("%s: no code span after %q", path, marker)
@@ -134,4 +119,19 @@ func SameJSON(a, b []byte) (bool, error) {
 		return false, err
 	}
 	return bytes.Equal(ca.Bytes(), cb.Bytes()), nil
+}
+
+// after returns what follows the first occurrence of marker in the file at
+// path. A missing file or marker fails the test.
+func after(t testing.TB, path, marker string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), marker)
+	if !ok {
+		t.Fatalf("%s: no %q (the tests read the example after it)", path, marker)
+	}
+	return rest
 }
