@@ -179,15 +179,21 @@ func (l *law) beyond(ra time.Duration) time.Duration {
 // 2, 4, … seconds within the current span; the span itself; the spans
 // from the last refusals' sends, when the API was full; and one window
 // back from when the API has room again, since a window API accepts
-// exactly its quota per window. Spans shorter than the window are not
-// tried. ok is false when no span is.
+// exactly its quota per window. A span's length is its sending time: the
+// last cut's pause, when the limiter sent nothing by its own choice, is
+// taken out. Spans shorter than the window are not tried. ok is false
+// when no span is.
 func (l *law) estimate(sent, ra time.Duration) (a float64, ok bool) {
 	extra := l.beyond(ra)
 	try := func(from time.Duration) {
-		if from < 0 || sent-from < max(time.Second, l.window-extra) {
+		d := sent - from
+		if from < l.cut && l.from > l.cut && l.from <= sent {
+			d -= l.from - l.cut // the last cut's pause: the limiter sent nothing then
+		}
+		if from < 0 || d < max(time.Second, l.window-extra) {
 			return
 		}
-		a, ok = math.Max(a, perMin(l.past.sum(&l.past.acc, from, sent), sent-from+extra)), true
+		a, ok = math.Max(a, perMin(l.past.sum(&l.past.acc, from, sent), d+extra)), true
 	}
 	for d := time.Second; d <= longestSpan && sent-d >= l.from; d *= 2 {
 		try(sent - d)

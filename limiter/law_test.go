@@ -292,3 +292,31 @@ func TestLawStartupMeasure(t *testing.T) {
 func refuse(l *law, t, sent, ra time.Duration) bool {
 	return l.refused(t, sent, ra, t+min(max(ra, 0), DefaultConfig().MaxPause))
 }
+
+// A refusal right after a cut's pause measures no span that holds the
+// pause as sending time: the limiter sent nothing then, by its own
+// choice. Against an API that refuses a few calls whatever the rate (a
+// hostile target), the second refusal after the pause must not read the
+// pause as an API that accepted almost nothing.
+func TestLawPauseIsNoSpan(t *testing.T) {
+	l := testLaw(t, ControllerAIMD, 6000)
+	ms := time.Millisecond
+	// 0.9 s at 6,000 a minute (100/s), all accepted, then the first
+	// refusal: startup ends at half the rate, W is 0.89 s, and the pause
+	// runs to 1.9 s.
+	for at := time.Duration(0); at < 900*ms; at += 10 * ms {
+		l.sent(at, 1, false)
+		l.accepted(at, 1)
+	}
+	if !refuse(l, 900*ms, 890*ms, time.Second) {
+		t.Fatal("the first refusal did not cut")
+	}
+	rate := l.rate
+	// The first call after the pause, sent at 2 s, is refused. The only
+	// span long enough runs from the first refusal's send, 0.89 s, and
+	// holds the pause: 0.1 s of sending.
+	l.sent(2*time.Second, 1, false)
+	if refuse(l, 2050*ms, 2*time.Second, 0) || l.rate != rate {
+		t.Fatalf("a refusal after the pause cut %v to %v, want no cut: the only span is the pause", rate, l.rate)
+	}
+}
