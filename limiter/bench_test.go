@@ -86,31 +86,29 @@ func BenchmarkWaitDeadline(b *testing.B) {
 func BenchmarkWaitContended(b *testing.B) {
 	ctx := context.Background()
 	par := max(1, (8+runtime.GOMAXPROCS(0)-1)/runtime.GOMAXPROCS(0))
-	b.Run("sluice", func(b *testing.B) {
-		l := benchLimiter(b)
+	contended := func(b *testing.B, wait func() error) {
 		b.ReportAllocs()
 		b.SetParallelism(par)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if _, err := l.Wait(ctx, 1); err != nil {
+				if err := wait(); err != nil {
 					b.Error(err)
 					return
 				}
 			}
 		})
+	}
+	b.Run("sluice", func(b *testing.B) {
+		l := benchLimiter(b)
+		contended(b, func() error { _, err := l.Wait(ctx, 1); return err })
+	})
+	b.Run("sluice-metrics", func(b *testing.B) {
+		l := benchLimiter(b, WithMetrics(NewMetrics()))
+		contended(b, func() error { _, err := l.Wait(ctx, 1); return err })
 	})
 	b.Run("xrate", func(b *testing.B) {
 		l := benchXRate()
-		b.ReportAllocs()
-		b.SetParallelism(par)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if err := l.Wait(ctx); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
+		contended(b, func() error { return l.Wait(ctx) })
 	})
 }
 

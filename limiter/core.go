@@ -92,10 +92,13 @@ type Core struct {
 	following bool
 	fleet     Adapt // the fleet's state for the whole budget, while following
 
+	// A request granted at once writes only tokens, last and nextID: they
+	// share a cache line with what it reads there.
 	perNs  float64       // rate in units per nanosecond
 	cap    float64       // bucket capacity in units
 	tokens float64       // bucket level at last
 	last   time.Duration // latest time seen, since start
+	nextID uint64
 	// costBound is CostBound, kept by setRate: it changes only with the
 	// part of the budget, and every change of part sets the rate.
 	costBound float64
@@ -114,7 +117,6 @@ type Core struct {
 	grants []grantRec // granted units for the measured rate (CUBIC only)
 	gh     int
 
-	nextID  uint64
 	pending []Decision
 
 	quota quotaState // the quota hints (quota.go)

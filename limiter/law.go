@@ -32,8 +32,8 @@ const (
 // tally is the law's record of the recent past, in bins of binWidth by send
 // time: the units granted and the units the API accepted.
 type tally struct {
-	sent, acc [binCount]float64
 	last      int64 // the newest bin written
+	sent, acc [binCount]float64
 }
 
 func (s *tally) bin(t time.Duration) int64 { return int64(t / binWidth) }
@@ -86,15 +86,17 @@ func (s *tally) sum(v *[binCount]float64, from, to time.Duration) float64 {
 // law is the adaptive rule's state: a pure function of the grants, answers
 // and refusals it is told about, with time as an argument.
 type law struct {
-	min, max float64 // the rate's limits for this part of the budget
-	cubic    bool    // probes follow x³/16, not x
-	lawState         // what a fleet shares
-
-	past     tally
-	from     time.Duration    // the start of the span the next refusal measures; -1: none
-	refs     [4]time.Duration // the sends of the last refusals, newest first; -1: none
+	// Every grant writes lastSent and a bin of past.sent, and reads from
+	// and past.last: they come first, on the cache line of the first bins.
+	from     time.Duration // the start of the span the next refusal measures; -1: none
 	lastSent time.Duration
 	fresh    bool // no refusal since sending began after an idle time
+	past     tally
+
+	min, max float64          // the rate's limits for this part of the budget
+	cubic    bool             // probes follow x³/16, not x
+	lawState                  // what a fleet shares
+	refs     [4]time.Duration // the sends of the last refusals, newest first; -1: none
 }
 
 // lawState is the part of the law that a fleet shares (fleet.go): all of

@@ -104,37 +104,40 @@ func WithLogger(log *slog.Logger) Option { return func(l *Limiter) { l.log = log
 // when the next grant, max_wait rejection or pause end is due. All methods
 // are safe for concurrent use.
 type Limiter struct {
-	mu      sync.Mutex
-	core    *Core
-	waiters map[uint64]*shellWaiter
-	timer   *time.Timer
-	timerAt time.Time // when the timer is set to fire; zero when stopped
-	decs    []Decision
-
+	// A Wait granted at once writes only mu's cache line (mu, units) here:
+	// the fields New sets once come first, padded off it, and the
+	// rejection counters, written outside mu, come last.
+	core       *Core // the pointer is set once; the Core is under mu
 	metrics    *Metrics
 	log        *slog.Logger
 	onThrottle func(ThrottleReport)
+	_          [cacheLine]byte
 
-	units      float64         // granted since New; under mu
-	throttles  map[int]int64   // by status; under mu
+	mu        sync.Mutex
+	units     float64 // granted since New; under mu
+	waiters   map[uint64]*shellWaiter
+	timer     *time.Timer
+	timerAt   time.Time // when the timer is set to fire; zero when stopped
+	decs      []Decision
+	throttles map[int]int64 // by status; under mu
+	_         [cacheLine]byte
+
 	rejections [3]atomic.Int64 // by rejectionReasons
 }
+
+// cacheLine is the padding that keeps fields written by different
+// goroutines, or read by one while another writes, off each other's cache
+// lines.
+const cacheLine = 64
 
 // rejectionReasons are the keys of Stats.Rejections, in the order of
 // Limiter.rejections.
 var rejectionReasons = [...]Reason{ReasonQueueFull, ReasonMaxWait, ReasonCanceled}
 
-// grantedLocked counts a grant after a wait of wait (0 at once); with
-// gauges, it also updates the bucket and queue gauges.
-func (l *Limiter) grantedLocked(units float64, wait time.Duration, gauges bool) {
+// grantedLocked counts a grant after a wait of wait.
+func (l *Limiter) grantedLocked(units float64, wait time.Duration) {
 	l.units += units
-	switch {
-	case l.metrics == nil:
-	case gauges:
-		l.metrics.granted(l.core, units, wait)
-	default:
-		l.metrics.granted(nil, units, wait)
-	}
+	l.metrics.granted(units, wait)
 }
 
 // rejected counts a rejection.
@@ -197,8 +200,8 @@ func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 	// way anyway.
 	el := time.Since(l.core.start)
 	deadline, hasDeadline := ctx.Deadline()
-	l.mu.Lock()
-	if hasDeadline && units > 0 && l.failFastLocked(l.core.at(el), deadline) {
+	l.lockSpin()
+	if hasDeadline && units > 0 && l.failFastLocked(el, deadline) {
 		l.mu.Unlock()
 		l.rejected(ReasonCanceled)
 		return Ticket{}, &RejectedError{Reason: ReasonCanceled, Err: context.DeadlineExceeded}
@@ -210,8 +213,13 @@ func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 	}
 	switch st {
 	case Granted:
-		l.grantedLocked(units, 0, true)
+		// The gauges are set under mu, so that the last value set is the
+		// latest state; the counter and the histogram add up in any order,
+		// so they are counted after it, out of the critical section.
+		l.units += units
+		l.metrics.setBucket(l.core)
 		l.mu.Unlock()
+		l.metrics.granted(units, 0)
 		return Ticket{Granted: l.core.at(t), Units: units}, nil
 	case Rejected:
 		l.metrics.setState(l.core)
@@ -252,16 +260,34 @@ func (l *Limiter) Wait(ctx context.Context, units float64) (Ticket, error) {
 	return Ticket{}, &RejectedError{Reason: ReasonCanceled, Err: ctx.Err()}
 }
 
-// failFastLocked reports whether a request at now cannot be granted
-// before deadline whatever happens meanwhile: nothing is granted before a
-// pause ends, nor at its end (the bucket is empty then).
-func (l *Limiter) failFastLocked(now, deadline time.Time) bool {
+// lockSpin takes mu for Wait. Granting at once holds mu a few dozen
+// nanoseconds, far less than parking a goroutine and waking it, but
+// sync.Mutex spins only while no other goroutine is runnable on its P;
+// with more waiting goroutines than Ps it parks at the first miss. So
+// Wait tries a little longer first, then blocks in Lock as usual. TryLock
+// fails on a starving mutex, which Lock then hands over in FIFO order.
+func (l *Limiter) lockSpin() {
+	for range lockSpins {
+		if l.mu.TryLock() {
+			return
+		}
+	}
+	l.mu.Lock()
+}
+
+// lockSpins is how many times lockSpin tries mu before it blocks.
+const lockSpins = 32
+
+// failFastLocked reports whether a request at el since the start cannot
+// be granted before deadline whatever happens meanwhile: nothing is
+// granted before a pause ends, nor at its end (the bucket is empty then).
+func (l *Limiter) failFastLocked(el time.Duration, deadline time.Time) bool {
 	if l.core.Disabled() || !l.core.paused {
 		// Bringing the Core up to now can end a pause, never start one:
 		// not paused at the latest time seen, it is not paused at now.
 		return false
 	}
-	l.core.Advance(now)
+	l.core.Advance(l.core.at(el))
 	if l.core.Pending() > 0 {
 		l.dispatchLocked()
 	}
@@ -296,7 +322,7 @@ func (l *Limiter) dispatchLocked() {
 		}
 		delete(l.waiters, d.ID)
 		if d.Status == Granted {
-			l.grantedLocked(d.Units, d.At.Sub(w.queuedAt), false)
+			l.grantedLocked(d.Units, d.At.Sub(w.queuedAt))
 		} else {
 			l.rejected(d.Reason)
 		}

@@ -134,18 +134,22 @@ func (m *Metrics) setState(c *Core) {
 	}
 }
 
-// granted counts a grant after a wait; with c, it also updates the bucket
-// and queue gauges.
-func (m *Metrics) granted(c *Core, units float64, wait time.Duration) {
+// granted counts a grant after a wait.
+func (m *Metrics) granted(units float64, wait time.Duration) {
 	if m == nil {
 		return
 	}
 	m.units.Add(units)
 	m.wait.Observe(wait.Seconds())
-	if c != nil {
-		m.tokens.Set(c.tokens)
-		m.queue.Set(float64(c.QueueLen()))
+}
+
+// setBucket copies the Core's bucket and queue gauges.
+func (m *Metrics) setBucket(c *Core) {
+	if m == nil {
+		return
 	}
+	m.tokens.Set(c.tokens)
+	m.queue.Set(float64(c.QueueLen()))
 }
 
 func (m *Metrics) rejected(r Reason) {
