@@ -77,12 +77,13 @@
 //
 // Core is the deterministic state machine: it takes the current time as an
 // argument and holds no goroutine, timer or lock, so the trace replay
-// (Replay, `sluice limiter replay`) and the simulator drive it in virtual
-// time and its tests step through fixed instants. Limiter wraps a Core for
-// concurrent use on the real clock with one timer; all its methods are safe
-// for concurrent use, and the grant-at-once path does not allocate. A Core
-// is not safe for concurrent use. The outcome of a call (call.Outcome) is
-// classified by a call.Classifier from the response.
+// (package limiter/replay, `sluice limiter replay`) and the simulator
+// drive it in virtual time through its exported API, and its tests step
+// through fixed instants. Limiter wraps a Core for concurrent use on the
+// real clock with one timer; all its methods are safe for concurrent use,
+// and the grant-at-once path does not allocate. A Core is not safe for
+// concurrent use. The outcome of a call (call.Outcome) is classified by a
+// call.Classifier from the response.
 //
 // # Output
 //

@@ -9,7 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/app/cli"
 	"github.com/sluicehq/sluice/internal/app/config"
-	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/replay"
 )
 
 func newLimiterCmd() *cobra.Command {
@@ -47,7 +47,7 @@ A bad trace line is reported with its number, and the exit status is 2.`,
 			} else {
 				name = "stdin"
 			}
-			r := limiter.Replayer{Decode: config.DecodeTraceOptions}
+			r := replay.Replayer{Decode: config.DecodeTraceOptions}
 			if err := r.Run(in, cmd.OutOrStdout()); err != nil {
 				return cli.UsageError(fmt.Errorf("%s: %w", name, err))
 			}

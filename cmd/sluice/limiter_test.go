@@ -12,11 +12,11 @@ import (
 	"github.com/sluicehq/sluice/internal/app/cli"
 )
 
-// TestLimiterReplayGolden runs every trace of the limiter package through
+// TestLimiterReplayGolden runs every trace of package limiter/replay through
 // the command (and so through the config file's option decoder) and
 // compares with the goldens.
 func TestLimiterReplayGolden(t *testing.T) {
-	traces, err := filepath.Glob(filepath.Join("..", "..", "limiter", "testdata", "traces", "*.jsonl"))
+	traces, err := filepath.Glob(filepath.Join("..", "..", "limiter", "replay", "testdata", "traces", "*.jsonl"))
 	if err != nil || len(traces) == 0 {
 		t.Fatalf("no traces: %v", err)
 	}

@@ -11,7 +11,8 @@ import (
 // DecodeTraceOptions decodes the "options" object of a `sluice limiter
 // replay` trace into a limiter.Config, with the decoder of the config
 // file's limiter section; it is the Decode of the command's
-// limiter.Replayer. The names are the yaml tags of limiter.Config ("burst", "aimd.increase_step", "enabled"), durations
+// replay.Replayer (package limiter/replay). The names are the yaml tags of
+// limiter.Config ("burst", "aimd.increase_step", "enabled"), durations
 // are Go duration strings ("10s", "1m30s"), a missing or null option keeps
 // its default, and an unknown name is an error. The result is validated;
 // every problem is reported, each as a *field.Error.

@@ -1,4 +1,4 @@
-package limiter
+package replay
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/limiter"
 )
 
 // traceQuota is the "quota" object of an outcome event in a trace: the
@@ -62,7 +63,7 @@ func (tq traceQuota) quota() (call.Quota, error) {
 // appendQuota writes the quota fields of an output line once the Core has
 // seen a hint: the running budget and its end (null when none runs) and
 // this instance's rate ceiling (null when no limit was announced).
-func appendQuota(b []byte, c *Core) []byte {
+func appendQuota(b []byte, c *limiter.Core) []byte {
 	if !c.QuotaSeen() {
 		return b
 	}

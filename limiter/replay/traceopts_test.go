@@ -1,4 +1,4 @@
-package limiter
+package replay
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/field"
 	"github.com/sluicehq/sluice/internal/schema"
+	"github.com/sluicehq/sluice/limiter"
 )
 
 // replayTrace replays a trace whose options use the names of the config
@@ -19,17 +20,17 @@ func replayTrace(r io.Reader, w io.Writer) error {
 
 // decodeTraceOptions is the command's decoder (config.DecodeTraceOptions)
 // for the tests of this package, which cannot import the application floor.
-func decodeTraceOptions(raw []byte) (Config, error) {
+func decodeTraceOptions(raw []byte) (limiter.Config, error) {
 	n, err := schema.FromJSON(raw, 0)
 	if err != nil {
-		return Config{}, err
+		return limiter.Config{}, err
 	}
 	if n.Kind != schema.Map && n.Kind != schema.Null {
-		return Config{}, errors.New("must be an object")
+		return limiter.Config{}, errors.New("must be an object")
 	}
-	cfg := DefaultConfig()
+	cfg := limiter.DefaultConfig()
 	if err := errors.Join(schema.Decode("", n, &cfg, nil), cfg.Validate()); err != nil {
-		return Config{}, field.Under("", err)
+		return limiter.Config{}, field.Under("", err)
 	}
 	return cfg, nil
 }

@@ -1,4 +1,12 @@
-package limiter
+// Package replay runs a trace of limiter events through a limiter.Core in
+// virtual time and prints the Core's state after each event: the format
+// of `sluice limiter replay` (docs/limiter.md, "sluice limiter replay").
+//
+// It is a user of the Core, not part of it: it drives the Core through its
+// exported API alone (NewCore, Advance, Drain, Acquire, Observe, Cancel,
+// SetInstanceCount) and reads the state it prints through the Core's
+// accessors, so what a trace shows is what any caller of the Core gets.
+package replay
 
 import (
 	"bufio"
@@ -13,14 +21,16 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/limiter"
 )
 
-// Replayer drives a Core through a trace in virtual time: the format of
-// `sluice limiter replay` (docs/limiter.md, "sluice limiter replay").
+// Replayer drives a limiter.Core through a trace in virtual time: the
+// format of `sluice limiter replay` (docs/limiter.md, "sluice limiter
+// replay").
 //
 // Input is JSON lines. The first is {"options": {...}}, which Decode turns
-// into the Config of the replay. Each later line is an event
-// with "at" in seconds from the start, never decreasing, and an "op":
+// into the limiter.Config of the replay. Each later line is an event with
+// "at" in seconds from the start, never decreasing, and an "op":
 //
 //	{"at": 0, "op": "acquire", "id": "r1", "units": 2}      units default to 1
 //	{"at": 3.5, "op": "throttle", "id": "r1", "retry_after": 4, "sent_at": 3.0}
@@ -55,11 +65,12 @@ import (
 // Times are exact to the nanosecond; rate and tokens are rounded to 12
 // significant digits.
 type Replayer struct {
-	// Decode turns the "options" object of the first line into a Config.
-	// `sluice limiter replay` passes the config file's decoder, so the
-	// names are those of the file's limiter section. A nil Decode accepts
-	// only an empty object (or null) and replays with DefaultConfig.
-	Decode func(options []byte) (Config, error)
+	// Decode turns the "options" object of the first line into a
+	// limiter.Config. `sluice limiter replay` passes the config file's
+	// decoder, so the names are those of the file's limiter section. A nil
+	// Decode accepts only an empty object (or null) and replays with
+	// limiter.DefaultConfig.
+	Decode func(options []byte) (limiter.Config, error)
 }
 
 // Replay runs a trace with the default Replayer: its options must be empty.
@@ -90,7 +101,7 @@ type traceReq struct {
 	name    string
 	id      uint64
 	units   float64
-	status  Status
+	status  limiter.Status
 	grantAt time.Time
 }
 
@@ -113,23 +124,23 @@ func (p Replayer) Run(r io.Reader, w io.Writer) error {
 	return err
 }
 
-// replay is the state of one Run.
-type replay struct {
-	core    *Core
+// state is the state of one Run.
+type state struct {
+	core    *limiter.Core
 	line    int
 	last    time.Duration
 	byName  map[string]*traceReq
 	byID    map[uint64]*traceReq
-	decs    []Decision
+	decs    []limiter.Decision
 	out     []byte
-	granted []Decision
-	reject  []Decision
+	granted []limiter.Decision
+	reject  []limiter.Decision
 }
 
-func (p Replayer) run(r io.Reader, w *bufio.Writer, decode func([]byte) (Config, error)) error {
+func (p Replayer) run(r io.Reader, w *bufio.Writer, decode func([]byte) (limiter.Config, error)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	rp := &replay{byName: map[string]*traceReq{}, byID: map[uint64]*traceReq{}}
+	rp := &state{byName: map[string]*traceReq{}, byID: map[uint64]*traceReq{}}
 	for sc.Scan() {
 		rp.line++
 		text := bytes.TrimSpace(sc.Bytes())
@@ -141,7 +152,7 @@ func (p Replayer) run(r io.Reader, w *bufio.Writer, decode func([]byte) (Config,
 			if err != nil {
 				return &LineError{Line: rp.line, Err: err}
 			}
-			if rp.core, err = NewCore(cfg, traceStart); err != nil {
+			if rp.core, err = limiter.NewCore(cfg, traceStart); err != nil {
 				return &LineError{Line: rp.line, Err: err}
 			}
 			continue
@@ -162,12 +173,12 @@ func (p Replayer) run(r io.Reader, w *bufio.Writer, decode func([]byte) (Config,
 	return nil
 }
 
-func (rp *replay) fail(format string, args ...any) error {
+func (rp *state) fail(format string, args ...any) error {
 	return &LineError{Line: rp.line, Err: fmt.Errorf(format, args...)}
 }
 
 // event applies one event line and leaves its output line in rp.out.
-func (rp *replay) event(text []byte) error {
+func (rp *state) event(text []byte) error {
 	var ev traceEvent
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.UseNumber()
@@ -202,10 +213,10 @@ func (rp *replay) event(text []byte) error {
 }
 
 // note records a decision for the request it is about and the output.
-func (rp *replay) note(d Decision) {
+func (rp *state) note(d limiter.Decision) {
 	rq := rp.byID[d.ID]
 	rq.status = d.Status
-	if d.Status == Granted {
+	if d.Status == limiter.Granted {
 		rq.grantAt = d.At
 		rp.granted = append(rp.granted, d)
 	} else {
@@ -213,14 +224,14 @@ func (rp *replay) note(d Decision) {
 	}
 }
 
-func (rp *replay) drain() {
+func (rp *state) drain() {
 	rp.decs = rp.core.Drain(rp.decs[:0])
 	for _, d := range rp.decs {
 		rp.note(d)
 	}
 }
 
-func (rp *replay) needID(ev traceEvent) (*traceReq, error) {
+func (rp *state) needID(ev traceEvent) (*traceReq, error) {
 	if ev.ID == nil {
 		return nil, rp.fail(`%s: missing "id"`, ev.Op)
 	}
@@ -232,7 +243,7 @@ func (rp *replay) needID(ev traceEvent) (*traceReq, error) {
 }
 
 // apply performs the event's op at now.
-func (rp *replay) apply(ev traceEvent, now time.Time) error {
+func (rp *state) apply(ev traceEvent, now time.Time) error {
 	switch ev.Op {
 	case "acquire":
 		return rp.acquire(ev, now)
@@ -272,11 +283,11 @@ func (rp *replay) apply(ev traceEvent, now time.Time) error {
 	return rp.fail("unknown op %q", ev.Op)
 }
 
-func (rp *replay) acquire(ev traceEvent, now time.Time) error {
+func (rp *state) acquire(ev traceEvent, now time.Time) error {
 	if ev.ID == nil {
 		return rp.fail(`acquire: missing "id"`)
 	}
-	if old, dup := rp.byName[*ev.ID]; dup && old.status == Waiting {
+	if old, dup := rp.byName[*ev.ID]; dup && old.status == limiter.Waiting {
 		return rp.fail("acquire: id %q is already waiting", *ev.ID)
 	}
 	units := 1.0
@@ -288,9 +299,9 @@ func (rp *replay) acquire(ev traceEvent, now time.Time) error {
 		}
 	}
 	d := rp.core.Acquire(now, units)
-	rq := &traceReq{name: *ev.ID, id: d.ID, units: units, status: Waiting}
+	rq := &traceReq{name: *ev.ID, id: d.ID, units: units, status: limiter.Waiting}
 	rp.byName[rq.name], rp.byID[d.ID] = rq, rq
-	if d.Status != Waiting {
+	if d.Status != limiter.Waiting {
 		rp.note(d)
 	}
 	return nil
@@ -298,12 +309,12 @@ func (rp *replay) acquire(ev traceEvent, now time.Time) error {
 
 // outcome applies the outcome o of a granted request, with the event's
 // retry_after and sent_at (throttles) and quota (any response).
-func (rp *replay) outcome(ev traceEvent, now time.Time, o call.Outcome) error {
+func (rp *state) outcome(ev traceEvent, now time.Time, o call.Outcome) error {
 	rq, err := rp.needID(ev)
 	if err != nil {
 		return err
 	}
-	if rq.status != Granted {
+	if rq.status != limiter.Granted {
 		return rp.fail("%s: request %q was not granted (%s)", ev.Op, rq.name, rq.status)
 	}
 	sent := rq.grantAt
@@ -338,34 +349,34 @@ func (rp *replay) outcome(ev traceEvent, now time.Time, o call.Outcome) error {
 	return nil
 }
 
-func decodeOptionsLine(text []byte, decode func([]byte) (Config, error)) (Config, error) {
+func decodeOptionsLine(text []byte, decode func([]byte) (limiter.Config, error)) (limiter.Config, error) {
 	var first map[string]json.RawMessage
 	if err := json.Unmarshal(text, &first); err != nil {
-		return Config{}, fmt.Errorf(`first line must be {"options": {...}}: %v`, err)
+		return limiter.Config{}, fmt.Errorf(`first line must be {"options": {...}}: %v`, err)
 	}
 	raw, ok := first["options"]
 	if !ok {
-		return Config{}, errors.New(`first line must be {"options": {...}}`)
+		return limiter.Config{}, errors.New(`first line must be {"options": {...}}`)
 	}
 	for k := range first {
 		if k != "options" {
-			return Config{}, fmt.Errorf(`first line: unknown key %q (want only "options")`, k)
+			return limiter.Config{}, fmt.Errorf(`first line: unknown key %q (want only "options")`, k)
 		}
 	}
 	return decode(raw)
 }
 
 // defaultOptions is the Decode of a Replayer that has none: only empty
-// options, and the default Config.
-func defaultOptions(raw []byte) (Config, error) {
+// options, and limiter.DefaultConfig.
+func defaultOptions(raw []byte) (limiter.Config, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return Config{}, errors.New("must be an object")
+		return limiter.Config{}, errors.New("must be an object")
 	}
 	if len(m) != 0 {
-		return Config{}, errors.New("options need a decoder (Replayer.Decode); without one only {} is accepted")
+		return limiter.Config{}, errors.New("options need a decoder (Replayer.Decode); without one only {} is accepted")
 	}
-	return DefaultConfig(), nil
+	return limiter.DefaultConfig(), nil
 }
 
 // seconds converts a JSON number of seconds to a Duration, rounded to the
@@ -378,7 +389,7 @@ func seconds(n json.Number) (time.Duration, error) {
 	return time.Duration(math.Round(f * 1e9)), nil
 }
 
-func appendLine(b []byte, ev traceEvent, at time.Duration, c *Core, now time.Time, granted, rejected []Decision, byID map[uint64]*traceReq) []byte {
+func appendLine(b []byte, ev traceEvent, at time.Duration, c *limiter.Core, now time.Time, granted, rejected []limiter.Decision, byID map[uint64]*traceReq) []byte {
 	b = append(b, `{"at": `...)
 	b = appendSeconds(b, at)
 	b = append(b, `, "op": `...)
@@ -405,7 +416,7 @@ func appendLine(b []byte, ev traceEvent, at time.Duration, c *Core, now time.Tim
 
 // appendDecisions writes ds as a JSON list of {"id", "at"} objects, with
 // the "reason" of each one that was not granted.
-func appendDecisions(b []byte, ds []Decision, byID map[uint64]*traceReq) []byte {
+func appendDecisions(b []byte, ds []limiter.Decision, byID map[uint64]*traceReq) []byte {
 	b = append(b, '[')
 	for i, d := range ds {
 		if i > 0 {
@@ -415,7 +426,7 @@ func appendDecisions(b []byte, ds []Decision, byID map[uint64]*traceReq) []byte 
 		b = appendString(b, byID[d.ID].name)
 		b = append(b, `, "at": `...)
 		b = appendSeconds(b, d.At.Sub(traceStart))
-		if d.Status != Granted {
+		if d.Status != limiter.Granted {
 			b = append(b, `, "reason": `...)
 			b = appendString(b, string(d.Reason))
 		}

@@ -1,4 +1,4 @@
-package limiter
+package replay
 
 import (
 	"bytes"
