@@ -21,6 +21,7 @@ const (
 	probeStep       = 0.02                   // a probe's step, a fraction of the ceil
 	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure),
 	sameDrop        = 0.25                   // nor one at most this fraction below it: noise, not a new capacity
+	wideBracket     = 1.5                    // a ceil above this many times the bound is climbed to every probeBase; a nearer one every max(probeBase, W)
 	pacerBurst      = 10 * time.Millisecond  // the pacer's bucket, as time at the rate
 	lawRetryAfter   = time.Second            // the pause for a refusal that names no wait
 	moreSpan        = 16 * time.Second       // the least span that can show more capacity
@@ -339,7 +340,13 @@ func (l *law) raise(t time.Duration, rec viewer) bool {
 	climbing := l.rate < lawMargin*l.ceil*0.995
 	hold := l.hold
 	if climbing {
+		// A wide bracket (startup's halving) is crossed fast; in a narrow
+		// one each step waits a window, so that the API has seen it before
+		// the next: a window refuses late.
 		hold = probeBase
+		if l.ceil < wideBracket*l.bound {
+			hold = max(probeBase, l.window)
+		}
 	}
 	if t-l.moved < hold {
 		return false

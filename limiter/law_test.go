@@ -320,3 +320,30 @@ func TestLawPauseIsNoSpan(t *testing.T) {
 		t.Fatalf("a refusal after the pause cut %v to %v, want no cut: the only span is the pause", rate, l.rate)
 	}
 }
+
+// The climb back toward the ceil steps every probeBase across a wide
+// bracket (startup's halving), and every max(probeBase, W) across a narrow
+// one: a window API refuses a step only once its window has filled, so a
+// faster climb runs several steps past the capacity before it hears.
+func TestLawClimbStep(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		bound, ceil float64
+		window      time.Duration
+		step        time.Duration
+	}{
+		{"wide bracket", 1000, 2000, 10 * time.Second, probeBase},
+		{"narrow bracket, W 10 s", 1000, 1200, 10 * time.Second, 10 * time.Second},
+		{"narrow bracket, W 1 s", 1000, 1200, time.Second, probeBase},
+	} {
+		l := testLaw(t, ControllerAIMD, 1000)
+		l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, tc.bound, tc.ceil, lawMargin*tc.bound, tc.window, -1
+		before := l.rate
+		if l.raise(tc.step-time.Millisecond, l) || l.rate != before {
+			t.Fatalf("%s: climbed before %v", tc.name, tc.step)
+		}
+		if !l.raise(tc.step, l) || !(l.rate > before) {
+			t.Fatalf("%s: no climb at %v (rate %v)", tc.name, tc.step, l.rate)
+		}
+	}
+}
