@@ -124,8 +124,7 @@ func (m *Metrics) setState(c *Core) {
 	}
 	m.rate.Set(c.adapt.Rate)
 	m.ratePerSec.Set(c.adapt.Rate / 60)
-	m.tokens.Set(c.tokens)
-	m.queue.Set(float64(c.QueueLen()))
+	m.setBucket(c)
 	m.instances.Set(1 / c.rules.part.Share)
 	if c.paused {
 		m.paused.Set(1)

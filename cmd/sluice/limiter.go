@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/internal/app/cli"
-	"github.com/sluicehq/sluice/internal/app/config"
 	"github.com/sluicehq/sluice/limiter/replay"
 )
 
@@ -47,7 +46,7 @@ A bad trace line is reported with its number, and the exit status is 2.`,
 			} else {
 				name = "stdin"
 			}
-			r := replay.Replayer{Decode: config.DecodeTraceOptions}
+			r := replay.Replayer{Decode: replay.DecodeOptions}
 			if err := r.Run(in, cmd.OutOrStdout()); err != nil {
 				return cli.UsageError(fmt.Errorf("%s: %w", name, err))
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/replay"
 )
 
 // TestLimiterOptionsMatchTraceOptions checks that the config file's limiter
@@ -22,7 +23,7 @@ func TestLimiterOptionsMatchTraceOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := DecodeTraceOptions([]byte(raw))
+	want, err := replay.DecodeOptions([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestLimiterOptionsMatchTraceOptions(t *testing.T) {
 	if want.MaxWait != time.Minute || !want.Disabled || want.CUBIC.ScaleConstant != 2.5 || want.Instances != 3 {
 		t.Errorf("decoded %+v", want)
 	}
-	def, err := DecodeTraceOptions([]byte(`{}`))
+	def, err := replay.DecodeOptions([]byte(`{}`))
 	if err != nil || def != limiter.DefaultConfig() {
 		t.Errorf("empty options = %+v, %v; want the defaults", def, err)
 	}
@@ -44,7 +45,7 @@ func TestLimiterOptionsMatchTraceOptions(t *testing.T) {
 		{`{"burst": "-1s"}`, "limiter: {burst: -1s}", `burst: must be >= 0, got -1s`},
 		{`{"share": {}}`, "", `share: unknown key`},
 	} {
-		_, terr := DecodeTraceOptions([]byte(bad.json))
+		_, terr := replay.DecodeOptions([]byte(bad.json))
 		if terr == nil || !strings.Contains(terr.Error(), bad.want) {
 			t.Errorf("trace options %s: %v, want %q", bad.json, terr, bad.want)
 		}

@@ -6,33 +6,12 @@ import (
 	"io"
 	"strings"
 	"testing"
-
-	"github.com/sluicehq/sluice/field"
-	"github.com/sluicehq/sluice/internal/schema"
-	"github.com/sluicehq/sluice/limiter"
 )
 
 // replayTrace replays a trace whose options use the names of the config
 // file's limiter section, decoded as `sluice limiter replay` decodes them.
 func replayTrace(r io.Reader, w io.Writer) error {
-	return Replayer{Decode: decodeTraceOptions}.Run(r, w)
-}
-
-// decodeTraceOptions is the command's decoder (config.DecodeTraceOptions)
-// for the tests of this package, which cannot import the application floor.
-func decodeTraceOptions(raw []byte) (limiter.Config, error) {
-	n, err := schema.FromJSON(raw, 0)
-	if err != nil {
-		return limiter.Config{}, err
-	}
-	if n.Kind != schema.Map && n.Kind != schema.Null {
-		return limiter.Config{}, errors.New("must be an object")
-	}
-	cfg := limiter.DefaultConfig()
-	if err := errors.Join(schema.Decode("", n, &cfg, nil), cfg.Validate()); err != nil {
-		return limiter.Config{}, field.Under("", err)
-	}
-	return cfg, nil
+	return Replayer{Decode: DecodeOptions}.Run(r, w)
 }
 
 // TestReplayWithoutDecode checks that a Replayer with no Decode replays a
