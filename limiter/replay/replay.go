@@ -66,7 +66,7 @@ import (
 // significant digits.
 type Replayer struct {
 	// Decode turns the "options" object of the first line into a
-	// limiter.Config. `sluice limiter replay` passes the config file's
+	// limiter.Config. `sluice limiter replay` passes DecodeOptions, the config file's
 	// decoder, so the names are those of the file's limiter section. A nil
 	// Decode accepts only an empty object (or null) and replays with
 	// limiter.DefaultConfig.
