@@ -398,12 +398,18 @@ func (l *law) double(t time.Duration, rec viewer) bool {
 }
 
 // rescale scales the law's rates by f when the instance's part of the
-// budget changes, with the part's new limits.
+// budget changes, with the part's new limits. The record is scaled too:
+// what the API accepted of the old part is what it would have accepted of
+// the new one, so that the spans across the change measure the new part.
 func (l *law) rescale(f, lo, hi float64) {
 	l.min, l.max = lo, hi
 	l.rate = l.clamp(l.rate * f)
 	l.bound *= f
 	l.ceil *= f
+	for i := range l.past.sent {
+		l.past.sent[i] *= f
+		l.past.acc[i] *= f
+	}
 }
 
 // limits sets the rate's limits for this part of the budget.

@@ -347,3 +347,21 @@ func TestLawClimbStep(t *testing.T) {
 		}
 	}
 }
+
+// When the instance's part of the budget changes, the record is scaled
+// with it: a span across the change measures the new part, not what the
+// API accepted of the old one (which would read as capacity the new part
+// does not have, and make refusals at the new bound look like noise).
+func TestLawRescaleRecord(t *testing.T) {
+	l := testLaw(t, ControllerAIMD, 1500)
+	l.startup, l.bound, l.ceil, l.rate, l.from, l.window = false, 1500, 1500, lawMargin*1500, 0, time.Minute
+	fill(l, 0, 120*time.Second, 1500)
+	l.rescale(2.0/3, 1, 1e9)
+	fill(l, 120*time.Second, 130*time.Second, 1000)
+	if got := l.view(130 * time.Second).got; math.Abs(got-1000) > 20 {
+		t.Fatalf("accepted over the last minute, across a change to 2/3 of the part = %.0f/min, want about 1000", got)
+	}
+	if math.Abs(l.bound-1000) > 1e-9 || math.Abs(l.rate-lawMargin*1000) > 1e-9 {
+		t.Fatalf("bound %v rate %v after the change, want 1000 and %v", l.bound, l.rate, lawMargin*1000)
+	}
+}
