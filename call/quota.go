@@ -32,7 +32,7 @@ const MaxQuotaSpan = 24 * time.Hour
 const MinQuotaWindow = time.Second
 
 // MaxQuotaUnits bounds the limit and the remaining of a Quota: a larger
-// one is ignored. It is the limiter's bound on a job's cost (limiter.MaxUnits):
+// one is ignored. It is the limiter's bound on a job's cost (control.MaxUnits):
 // no quota a limiter can spend is larger.
 const MaxQuotaUnits = 1e12
 

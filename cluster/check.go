@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // Shared state is input. What a worker reads from a bucket was written by
@@ -160,13 +161,13 @@ func checkFleetState(s limiter.FleetState, r reading) (limiter.FleetState, []pro
 }
 
 // checkLaw applies checkFleetState's rules to the law's part of a state.
-func checkLaw(l *limiter.LawState, r reading, bad func(field, format string, args ...any), past func(string, *time.Time)) {
+func checkLaw(l *control.LawState, r reading, bad func(field, format string, args ...any), past func(string, *time.Time)) {
 	past("law.moved", &l.Moved)
 	past("law.cut", &l.Cut)
 	past("law.noise", &l.Noise)
 	past("law.full", &l.Full)
-	if end := r.now.Add(limiter.MaxWindow + maxSkew); l.Open.After(end) {
-		bad("law.open", "%s is %v ahead, more than the longest window %v", l.Open.Format(time.RFC3339), l.Open.Sub(r.now).Round(time.Second), limiter.MaxWindow)
+	if end := r.now.Add(control.MaxWindow + maxSkew); l.Open.After(end) {
+		bad("law.open", "%s is %v ahead, more than the longest window %v", l.Open.Format(time.RFC3339), l.Open.Sub(r.now).Round(time.Second), control.MaxWindow)
 		l.Open = r.now
 	}
 	top := rateFactor * r.cfg.MaxUnitsPerMinute
@@ -186,11 +187,11 @@ func checkLaw(l *limiter.LawState, r reading, bad func(field, format string, arg
 		bad("law.hold", "%v is not in [0, %v]", l.Hold, maxHold)
 		l.Hold = 0
 	}
-	if l.Window < 0 || l.Window > limiter.MaxWindow {
-		bad("law.window", "%v is not in [0, %v]", l.Window, limiter.MaxWindow)
+	if l.Window < 0 || l.Window > control.MaxWindow {
+		bad("law.window", "%v is not in [0, %v]", l.Window, control.MaxWindow)
 		l.Window = 0
 	}
-	if !limiter.ParseWindowSource(l.From) {
+	if !control.ParseWindowSource(l.From) {
 		bad("law.window_from", "%q is none of refusal, headers, config", l.From)
 		l.From = "refusal"
 	}

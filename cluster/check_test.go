@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // Each rule of checkFleetState, by what the value means: a table of
@@ -17,7 +18,7 @@ func TestCheckFleetState(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	cfg := limiter.DefaultConfig()
 	cfg.SlowStart = false
-	valid := limiter.FleetState{Adapt: limiter.Adapt{Rate: 3000, Throttled: true, LastCut: t0.Add(-time.Minute),
+	valid := limiter.FleetState{Adapt: control.Adapt{Rate: 3000, Throttled: true, LastCut: t0.Add(-time.Minute),
 		IncClock: t0.Add(-10 * time.Second), WMax: 4000, CutTime: t0.Add(-time.Minute), K: 20},
 		PausedUntil: t0.Add(20 * time.Second), Seen: t0.Add(-time.Second)}
 	r := reading{now: t0, cfg: cfg, accepted: 3100}
@@ -59,7 +60,7 @@ func TestCheckFleetState(t *testing.T) {
 			r: func(r *reading) { r.held = 20000 }, fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 40000 }},
 		{name: "nothing measured: 10 times the initial rate", edit: func(s *limiter.FleetState) { s.Rate = 1e9 },
 			r: func(r *reading) { r.accepted = 0 }, fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 6000 }},
-		{name: "a law with the classic rules", edit: func(s *limiter.FleetState) { s.Law = &limiter.LawState{Rate: 3000} },
+		{name: "a law with the classic rules", edit: func(s *limiter.FleetState) { s.Law = &control.LawState{Rate: 3000} },
 			fields: "law", want: func(s *limiter.FleetState) { s.Law = nil }},
 		{name: "w_max negative", edit: func(s *limiter.FleetState) { s.WMax = -1 },
 			fields: "w_max", want: func(s *limiter.FleetState) { s.WMax = 3000 }},
@@ -104,38 +105,38 @@ func TestCheckFleetState(t *testing.T) {
 func TestCheckFleetLaw(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	cfg := limiter.DefaultConfig()
-	law := limiter.LawState{Rate: 2940, Moved: t0.Add(-4 * time.Second), Probes: 2, Hold: 8 * time.Second, Bound: 3000, Ceil: 3100,
+	law := control.LawState{Rate: 2940, Moved: t0.Add(-4 * time.Second), Probes: 2, Hold: 8 * time.Second, Bound: 3000, Ceil: 3100,
 		Cut: t0.Add(-time.Minute), Open: t0.Add(-30 * time.Second), Noise: t0.Add(-10 * time.Second), Window: time.Minute,
 		From: "refusal", Full: t0.Add(-61 * time.Second)}
-	valid := limiter.FleetState{Adapt: limiter.Adapt{Rate: 2940, Throttled: true, LastCut: law.Cut, IncClock: law.Moved},
+	valid := limiter.FleetState{Adapt: control.Adapt{Rate: 2940, Throttled: true, LastCut: law.Cut, IncClock: law.Moved},
 		Law: &law, Seen: t0.Add(-time.Second)}
 	r := reading{now: t0, cfg: cfg}
 	for _, c := range []struct {
 		name   string
-		edit   func(*limiter.LawState)
+		edit   func(*control.LawState)
 		fields string
-		want   func(*limiter.LawState)
+		want   func(*control.LawState)
 	}{
 		{name: "valid"},
-		{name: "open within the longest window", edit: func(l *limiter.LawState) { l.Open = t0.Add(limiter.MaxWindow) }},
-		{name: "open a day ahead", edit: func(l *limiter.LawState) { l.Open = t0.Add(24 * time.Hour) },
-			fields: "law.open", want: func(l *limiter.LawState) { l.Open = t0 }},
-		{name: "clocks ahead", edit: func(l *limiter.LawState) {
+		{name: "open within the longest window", edit: func(l *control.LawState) { l.Open = t0.Add(control.MaxWindow) }},
+		{name: "open a day ahead", edit: func(l *control.LawState) { l.Open = t0.Add(24 * time.Hour) },
+			fields: "law.open", want: func(l *control.LawState) { l.Open = t0 }},
+		{name: "clocks ahead", edit: func(l *control.LawState) {
 			l.Moved, l.Cut, l.Noise, l.Full = t0.Add(time.Hour), t0.Add(time.Hour), t0.Add(time.Hour), t0.Add(time.Hour)
-		}, fields: "law.moved law.cut law.noise law.full", want: func(l *limiter.LawState) { l.Moved, l.Cut, l.Noise, l.Full = t0, t0, t0, t0 }},
-		{name: "bound NaN, ceil negative", edit: func(l *limiter.LawState) { l.Bound, l.Ceil = math.NaN(), -1 },
-			fields: "law.bound law.ceil", want: func(l *limiter.LawState) { l.Bound, l.Ceil = 0, 0 }},
-		{name: "bound beyond any rate", edit: func(l *limiter.LawState) { l.Bound = 1e300 },
-			fields: "law.bound", want: func(l *limiter.LawState) { l.Bound = 0 }},
-		{name: "rate ten times the estimate", edit: func(l *limiter.LawState) { l.Rate = 30000 }},
-		{name: "rate more than ten times the estimate", edit: func(l *limiter.LawState) { l.Rate = 1e7 },
-			fields: "law.rate", want: func(l *limiter.LawState) { l.Rate = 30000 }},
-		{name: "probes, hold and window out of range", edit: func(l *limiter.LawState) { l.Probes, l.Hold, l.Window = -1, 100*time.Hour, -time.Second },
-			fields: "law.probes law.hold law.window", want: func(l *limiter.LawState) { l.Probes, l.Hold, l.Window = 0, 0, 0 }},
-		{name: "window beyond the longest", edit: func(l *limiter.LawState) { l.Window = time.Hour },
-			fields: "law.window", want: func(l *limiter.LawState) { l.Window = 0 }},
-		{name: "an unknown window source", edit: func(l *limiter.LawState) { l.From = "oracle" },
-			fields: "law.window_from", want: func(l *limiter.LawState) { l.From = "refusal" }},
+		}, fields: "law.moved law.cut law.noise law.full", want: func(l *control.LawState) { l.Moved, l.Cut, l.Noise, l.Full = t0, t0, t0, t0 }},
+		{name: "bound NaN, ceil negative", edit: func(l *control.LawState) { l.Bound, l.Ceil = math.NaN(), -1 },
+			fields: "law.bound law.ceil", want: func(l *control.LawState) { l.Bound, l.Ceil = 0, 0 }},
+		{name: "bound beyond any rate", edit: func(l *control.LawState) { l.Bound = 1e300 },
+			fields: "law.bound", want: func(l *control.LawState) { l.Bound = 0 }},
+		{name: "rate ten times the estimate", edit: func(l *control.LawState) { l.Rate = 30000 }},
+		{name: "rate more than ten times the estimate", edit: func(l *control.LawState) { l.Rate = 1e7 },
+			fields: "law.rate", want: func(l *control.LawState) { l.Rate = 30000 }},
+		{name: "probes, hold and window out of range", edit: func(l *control.LawState) { l.Probes, l.Hold, l.Window = -1, 100*time.Hour, -time.Second },
+			fields: "law.probes law.hold law.window", want: func(l *control.LawState) { l.Probes, l.Hold, l.Window = 0, 0, 0 }},
+		{name: "window beyond the longest", edit: func(l *control.LawState) { l.Window = time.Hour },
+			fields: "law.window", want: func(l *control.LawState) { l.Window = 0 }},
+		{name: "an unknown window source", edit: func(l *control.LawState) { l.From = "oracle" },
+			fields: "law.window_from", want: func(l *control.LawState) { l.From = "refusal" }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in, want := valid, law

@@ -66,7 +66,7 @@
 // A Fleet (OpenFleet, Run) makes all workers of a budget run on one
 // adaptive rate instead of N controllers of their own. Its state
 // (limiter.FleetState: the adaptive law's state for the whole budget, all
-// of it but each worker's record, or the classic rules' limiter.Adapt;
+// of it but each worker's record, or the classic rules' control.Adapt;
 // the fleet's pause; and when a worker last wrote it) is the key "fleet" of
 // the bucket FleetBucket(Config.Bucket), which has no max age so that the
 // rate outlives the workers. Every change is a compare-and-set on the key's

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/control"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
@@ -69,10 +70,10 @@ func (l *coreLimiter) AcceptedUnits() float64 {
 	return l.core.AcceptedUnits(l.now)
 }
 
-func (l *coreLimiter) Part() limiter.Part {
+func (l *coreLimiter) Part() control.Part {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return limiter.Part{Share: l.core.Share(), Instances: l.core.Instances()}
+	return control.Part{Share: l.core.Share(), Instances: l.core.Instances()}
 }
 
 func (l *coreLimiter) rate() float64 {
@@ -92,7 +93,7 @@ func openFleet(t *testing.T, url string, cfg FleetConfig, m *Membership, opts ..
 
 func wholeReport(now time.Time, ra time.Duration) limiter.ThrottleReport {
 	return limiter.ThrottleReport{At: now, Sent: now.Add(-50 * time.Millisecond), RetryAfter: ra, Measured: -1, Accepted: -1,
-		Part: limiter.Part{Share: 0.05, Instances: 20}}
+		Part: control.Part{Share: 0.05, Instances: 20}}
 }
 
 // Twenty workers, each with its own connection, observe one burst of 429s
@@ -231,7 +232,7 @@ func TestFleetRemember(t *testing.T) {
 	}
 	store := func(age time.Duration) {
 		t.Helper()
-		s := limiter.FleetState{Adapt: limiter.Adapt{Rate: 5000, Throttled: true}, Seen: time.Now().Add(-age)}
+		s := limiter.FleetState{Adapt: control.Adapt{Rate: 5000, Throttled: true}, Seen: time.Now().Add(-age)}
 		data, _ := json.Marshal(s)
 		if _, err := kv.Put(t.Context(), fleetKey, data); err != nil {
 			t.Fatal(err)
@@ -386,7 +387,7 @@ func TestMemory(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel() // Run writes once when it stops
-	if err := m.Run(ctx, func() limiter.Adapt { return limiter.Adapt{Rate: 4321} }); err != nil {
+	if err := m.Run(ctx, func() control.Adapt { return control.Adapt{Rate: 4321} }); err != nil {
 		t.Fatal(err)
 	}
 	m, err = OpenMemory(t.Context(), js, cfg)

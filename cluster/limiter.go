@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // Limiter is the worker's own limiter as the cluster drives it:
@@ -33,7 +34,7 @@ type Follower interface {
 	// (limiter.Core.Sent): the fleet's startup reads it.
 	Sent() float64
 	// Part returns the limiter's part of the budget.
-	Part() limiter.Part
+	Part() control.Part
 	// AcceptedUnits returns the units the API accepted from this worker in
 	// the last minute (limiter.Core.AcceptedUnits); the fleet adds up its
 	// workers' counts.

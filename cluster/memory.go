@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // Memory remembers the rate of a worker that runs alone on its own rules
@@ -72,7 +73,7 @@ func (m *Memory) Remembered(now time.Time) (float64, bool) {
 // Run writes state() (the limiter's, for the whole budget) every Refresh
 // until ctx ends, then once more, and returns nil. A failed write is
 // logged once and retried at the next refresh.
-func (m *Memory) Run(ctx context.Context, state func() limiter.Adapt) error {
+func (m *Memory) Run(ctx context.Context, state func() control.Adapt) error {
 	tick := time.NewTicker(m.cfg.Refresh)
 	defer tick.Stop()
 	failing := false
@@ -99,7 +100,7 @@ func (m *Memory) Run(ctx context.Context, state func() limiter.Adapt) error {
 	}
 }
 
-func (m *Memory) write(ctx context.Context, a limiter.Adapt, now time.Time) error {
+func (m *Memory) write(ctx context.Context, a control.Adapt, now time.Time) error {
 	data, err := json.Marshal(limiter.FleetState{Adapt: a, Seen: now})
 	if err != nil {
 		return err

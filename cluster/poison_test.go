@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // fleetBucketKV opens the fleet bucket of cfg on a connection of its own,
@@ -68,7 +69,7 @@ func TestFleetFarFuturePause(t *testing.T) {
 	cfg := FleetConfig{Bucket: uniqueBucket(t), Limiter: lcfg}
 	kv := fleetBucketKV(t, url, cfg)
 	now := time.Now()
-	putState(t, kv, limiter.FleetState{Adapt: limiter.Adapt{Rate: 600, LastCut: now, IncClock: now, CutTime: now, WMax: 600},
+	putState(t, kv, limiter.FleetState{Adapt: control.Adapt{Rate: 600, LastCut: now, IncClock: now, CutTime: now, WMax: 600},
 		PausedUntil: now.Add(24 * time.Hour), Seen: now})
 	var logs testkit.SyncBuffer
 	met := NewMetrics()

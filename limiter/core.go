@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // Reason says why a request was rejected.
@@ -84,13 +85,13 @@ type Core struct {
 
 	measure bool // keep granted units for CUBIC's measured rate
 
-	rules Rules // the rate rules for this instance's part of the budget
-	adapt Adapt // the rate and the rules' memory
+	rules control.Rules // the rate rules for this instance's part of the budget
+	adapt control.Adapt // the rate and the rules' memory
 
 	// A Core that follows a fleet (Follow) takes its rate from the fleet's
 	// state and neither cuts nor raises by itself until Lead.
 	following bool
-	fleet     Adapt // the fleet's state for the whole budget, while following
+	fleet     control.Adapt // the fleet's state for the whole budget, while following
 
 	// A request granted at once writes only tokens, last and nextID: they
 	// share a cache line with what it reads there.
@@ -129,7 +130,7 @@ type Core struct {
 	overcapSeen bool
 	overcapNext time.Duration
 
-	law *law // the adaptive law (law.go); nil for the classic rules
+	law *control.Law // the adaptive law (package control); nil for the classic rules
 }
 
 type waiter struct {
@@ -150,10 +151,10 @@ func NewCore(cfg Config, start time.Time) (*Core, error) {
 		return nil, err
 	}
 	c := &Core{cfg: cfg, start: start, measure: cfg.Controller == ControllerCUBIC}
-	c.rules = NewRules(cfg, Part{Share: 1 / float64(cfg.Instances), Instances: cfg.Instances})
+	c.rules = control.NewRules(cfg, control.Part{Share: 1 / float64(cfg.Instances), Instances: cfg.Instances})
 	c.adapt = c.rules.Start(start)
 	if cfg.SlowStart && !cfg.Disabled {
-		c.law = newLaw(cfg, c.adapt.Rate, c.rules.Min(), c.rules.Max())
+		c.law = control.NewLaw(cfg, c.adapt.Rate, c.rules.Min(), c.rules.Max())
 		c.adapt.SlowStart = true
 	}
 	c.setRate(c.adapt.Rate)
@@ -163,7 +164,7 @@ func NewCore(cfg Config, start time.Time) (*Core, error) {
 
 func (c *Core) capacity(rate float64) float64 {
 	if c.law != nil {
-		return math.Max(1, rate/60*min(c.cfg.Burst, pacerBurst).Seconds())
+		return math.Max(1, rate/60*min(c.cfg.Burst, control.PacerBurst).Seconds())
 	}
 	return math.Max(1, rate/60*c.cfg.Burst.Seconds())
 }
@@ -173,7 +174,7 @@ func (c *Core) Start() time.Time { return c.start }
 
 // Adapt returns the state of the rate rules: the rate, the last cut and
 // the increase clock, CUBIC's w_max, epoch and K.
-func (c *Core) Adapt() Adapt { return c.adapt }
+func (c *Core) Adapt() control.Adapt { return c.adapt }
 
 func (c *Core) offset(now time.Time) time.Duration {
 	t := now.Sub(c.start)
@@ -271,7 +272,7 @@ func (c *Core) take(t time.Duration, u float64) {
 	c.restartGrant(t, u)
 	u = min(u, c.costBound)
 	if c.law != nil {
-		c.law.sent(t, u, c.tokens >= c.cap-unitEps && c.qh == len(c.q))
+		c.law.Sent(t, u, c.tokens >= c.cap-unitEps && c.qh == len(c.q))
 	}
 	c.tokens -= u
 	if c.measure {
@@ -340,7 +341,7 @@ func (c *Core) Observe(now, sentAt time.Time, units float64, o call.Outcome) {
 	}
 	c.restartAnswer(t, sentAt.Sub(c.start), units, o.Kind == call.Success || o.Kind == call.ClientError, o.Kind == call.Throttle)
 	if units > 0 && c.law != nil && (o.Kind == call.Success || o.Kind == call.ClientError) {
-		c.law.accepted(sentAt.Sub(c.start), units)
+		c.law.Accepted(sentAt.Sub(c.start), units)
 	}
 	if units > 0 {
 		switch o.Kind {
@@ -391,11 +392,11 @@ func (c *Core) SetShare(now time.Time, share float64) error {
 
 func (c *Core) rescale(t time.Duration, share float64, n int) {
 	c.advance(t)
-	from, to := c.rules.Part(), Part{Share: share, Instances: n}
+	from, to := c.rules.Part(), control.Part{Share: share, Instances: n}
 	c.rules.SetPart(&c.adapt, to)
 	if c.law != nil {
-		c.law.rescale(from.factor(to), c.rules.Min(), c.rules.Max())
-		c.adapt.Rate = c.law.rate
+		c.law.Rescale(from.Factor(to), c.rules.Min(), c.rules.Max())
+		c.adapt.Rate = c.law.Rate()
 	} else if c.following {
 		c.adapt = c.rules.Scale(c.fleet)
 	}

@@ -194,8 +194,8 @@ func runRandom(t *testing.T, cfg Config, seed uint64, step time.Duration) random
 // longer than max_pause.
 func checkInvariants(t *testing.T, c *Core, cfg Config, at time.Time) {
 	t.Helper()
-	r, part := c.Rate(), c.rules.part
-	lo, hi := part.Of(cfg.MinUnitsPerMinute), math.Min(c.rules.max, part.Of(cfg.MaxUnitsPerMinute))
+	r, part := c.Rate(), c.rules.Part()
+	lo, hi := part.Of(cfg.MinUnitsPerMinute), math.Min(c.rules.Max(), part.Of(cfg.MaxUnitsPerMinute))
 	if r < lo*(1-1e-12) || r > hi*(1+1e-12) {
 		t.Fatalf("rate %v outside [%v, %v]", r, lo, hi)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // What a Core reports of its state, and how it reads an outcome.
@@ -24,7 +25,7 @@ func (c *Core) Estimate() float64 {
 	if c.law == nil {
 		return 0
 	}
-	return c.law.bound
+	return c.law.Bound()
 }
 
 // CostBound returns the most units one request takes from the bucket:
@@ -34,7 +35,7 @@ func (c *Core) Estimate() float64 {
 // oversized one but pays only CostBound, so one absurd cost cannot hold
 // every later request back for longer than max_wait.
 func (c *Core) CostBound() float64 {
-	return math.Min(MaxUnits, c.rules.part.Of(c.cfg.MaxUnitsPerMinute)/60*c.cfg.MaxWait.Seconds())
+	return math.Min(control.MaxUnits, c.rules.Part().Of(c.cfg.MaxUnitsPerMinute)/60*c.cfg.MaxWait.Seconds())
 }
 
 // Capacity returns the bucket's capacity in units at the current rate.
@@ -60,11 +61,11 @@ func (c *Core) PausedUntil() (time.Time, bool) {
 }
 
 // Share returns this instance's fraction of the budget.
-func (c *Core) Share() float64 { return c.rules.part.Share }
+func (c *Core) Share() float64 { return c.rules.Part().Share }
 
 // Instances returns the instance count behind the share, or 0 when the
 // share was set with SetShare.
-func (c *Core) Instances() int { return c.rules.part.Instances }
+func (c *Core) Instances() int { return c.rules.Part().Instances }
 
 // Disabled reports whether the Core runs in disabled mode.
 func (c *Core) Disabled() bool { return c.cfg.Disabled }

@@ -3,24 +3,12 @@ package limiter
 import (
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
-func TestMaxCost(t *testing.T) {
-	cfg := DefaultConfig()
-	if got, want := cfg.MaxCost(), 10_000_000.0/60*100; got != want {
-		t.Errorf("default MaxCost = %v, want %v (max_units_per_minute over max_wait)", got, want)
-	}
-	cfg.Instances = 4
-	if got, want := cfg.MaxCost(), 10_000_000.0/4/60*100; got != want {
-		t.Errorf("MaxCost with 4 instances = %v, want %v", got, want)
-	}
-	cfg.MaxUnitsPerMinute = 1e300
-	if got := cfg.MaxCost(); got != MaxUnits {
-		t.Errorf("MaxCost at a huge rate = %v, want MaxUnits", got)
-	}
-	if err := CheckCost("cost", 1e308); err == nil {
-		t.Error("CheckCost(1e308) = nil, want an error: above MaxUnits")
-	}
+// The Core charges an oversized request what Config.MaxCost allows.
+func TestCostBoundIsMaxCost(t *testing.T) {
 	c, err := NewCore(DefaultConfig(), time.Unix(0, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +52,6 @@ func TestCostBoundFollowsPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("5 instances", 0.2)
-	c.Follow(start, FleetState{Adapt: Adapt{Rate: 1000, LastCut: start, IncClock: start, WMax: 1000, CutTime: start}}, time.Time{})
+	c.Follow(start, FleetState{Adapt: control.Adapt{Rate: 1000, LastCut: start, IncClock: start, WMax: 1000, CutTime: start}}, time.Time{})
 	check("following", 0.2)
 }

@@ -5,7 +5,7 @@
 //
 // # What the default does
 //
-// The adaptive law (docs/limiter.md, "The adaptive law"; law.go) keeps a
+// The adaptive law (docs/limiter.md, "The adaptive law"; package control) keeps a
 // record of the units sent and accepted, by send time, and three numbers:
 // the rate, the bound (what the API was seen to accept) and the ceiling
 // (the rate a refusal came at). Until the first 429 the rate doubles every
@@ -26,7 +26,7 @@
 //
 // # Units and rates
 //
-// A request costs units (any finite number >= 0; see CheckCost), and rates are in
+// A request costs units (any finite number >= 0; see control.CheckCost), and rates are in
 // units per minute. The options in Config describe the whole budget; with N
 // instances each Limiter takes 1/N of it (see SetInstanceCount and
 // SetShare).
@@ -67,9 +67,9 @@
 //
 // # Structure and concurrency
 //
-// The adaptive law is a pure state machine (law.go) that a Core feeds
+// The adaptive law is a pure state machine (control.Law) that a Core feeds
 // with its grants, answers and throttles. The classic rules (cuts, raises,
-// AIMD, CUBIC) are Rules applied to an Adapt, a plain value with absolute
+// AIMD, CUBIC) are control.Rules applied to a control.Adapt, a plain value with absolute
 // times: a Core keeps one for its part of the budget, and a fleet
 // controller (package cluster) keeps one for the whole budget and makes
 // each instance's Core follow it (Core.Follow; Core.Lead runs the

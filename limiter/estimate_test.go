@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // TestEstimateReadsTheLaw: Core.Estimate is the law's bound and nothing
@@ -35,13 +36,13 @@ func TestEstimateReadsTheLaw(t *testing.T) {
 	d := c.Acquire(at(30.1), 1)
 	c.Observe(at(30.15), d.At, 1, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Second})
 	got := c.Estimate()
-	if got != c.law.bound || got < 190 || got > 250 {
-		t.Fatalf("after the 429: estimate %v, law's bound %v; want the bound, about 200 (the API accepted 1 in 3 of 600 a minute)", got, c.law.bound)
+	if got != c.law.Bound() || got < 190 || got > 250 {
+		t.Fatalf("after the 429: estimate %v, law's bound %v; want the bound, about 200 (the API accepted 1 in 3 of 600 a minute)", got, c.law.Bound())
 	}
-	if rate := c.Rate(); rate != lawMargin*got {
+	if rate := c.Rate(); rate != control.LawMargin*got {
 		t.Errorf("rate %v, want the law's margin under the estimate %v", rate, got)
 	}
-	if c.Estimate() != got || c.law.bound != got {
+	if c.Estimate() != got || c.law.Bound() != got {
 		t.Error("reading the estimate changed it")
 	}
 
@@ -58,7 +59,7 @@ func TestEstimateReadsTheLaw(t *testing.T) {
 	// Following a fleet, the estimate is the fleet's bound times the
 	// share (here the whole budget), and the rate the fleet's; leading
 	// again, the law goes on from the fleet's state it followed last.
-	fleet := FleetState{Adapt: Adapt{Rate: 392}, Law: &LawState{Rate: 392, Bound: 400, Ceil: 400, Moved: at(90), Cut: at(90), Open: at(91)}}
+	fleet := FleetState{Adapt: control.Adapt{Rate: 392}, Law: &control.LawState{Rate: 392, Bound: 400, Ceil: 400, Moved: at(90), Cut: at(90), Open: at(91)}}
 	c.Follow(at(96), fleet, time.Time{})
 	if got := c.Estimate(); got != 400 || !c.Following() || c.Rate() != 392 {
 		t.Errorf("following a fleet: estimate %v, rate %v, following %v; want the fleet's 400, 392, true", got, c.Rate(), c.Following())
@@ -104,12 +105,12 @@ func TestStatsEstimate(t *testing.T) {
 		l.Observe(tk, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Second})
 		st := l.Stats()
 		l.mu.Lock()
-		want := l.core.law.bound
+		want := l.core.law.Bound()
 		l.mu.Unlock()
 		if st.Estimate != want || want <= 0 {
 			t.Errorf("after a 429: Stats.Estimate %v, want the law's bound %v", st.Estimate, want)
 		}
-		l.Follow(FleetState{Adapt: Adapt{Rate: 882}, Law: &LawState{Rate: 882, Bound: 900, Ceil: 900}}, time.Time{})
+		l.Follow(FleetState{Adapt: control.Adapt{Rate: 882}, Law: &control.LawState{Rate: 882, Bound: 900, Ceil: 900}}, time.Time{})
 		if st, want := l.Stats(), l.Part().Of(900); st.Estimate != want || !st.Following {
 			t.Errorf("following: estimate %v, following %v; want the fleet's bound's part %v, true", st.Estimate, st.Following, want)
 		}

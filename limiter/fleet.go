@@ -3,6 +3,8 @@ package limiter
 import (
 	"math"
 	"time"
+
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // DefaultRemember is how long a fleet's rate is remembered after an
@@ -16,10 +18,10 @@ const DefaultRemember = time.Hour
 type FleetState struct {
 	// Adapt is the classic rules' state; with the adaptive law it mirrors
 	// the law's rate, startup and last cut, for readers of the rate.
-	Adapt
+	control.Adapt
 	// Law is the adaptive law's state for the whole budget (slow_start
 	// true); nil with the classic rules.
-	Law *LawState `json:"law,omitempty"`
+	Law *control.LawState `json:"law,omitempty"`
 	// PausedUntil is the end of the fleet's Retry-After pause: every
 	// worker pauses until then.
 	PausedUntil time.Time `json:"paused_until"`
@@ -29,89 +31,15 @@ type FleetState struct {
 	Seen time.Time `json:"seen"`
 }
 
-// LawState is the adaptive law's shared state with absolute times, for
-// the whole budget: the estimator a fleet keeps in its bucket. Each worker
-// keeps its own record of what it sent and what the API accepted, and
-// reads it, divided by its share, when it decides for the fleet.
-type LawState struct {
-	Rate    float64       `json:"rate"`    // units per minute
-	Startup bool          `json:"startup"` // doubling; no refusal yet
-	Moved   time.Time     `json:"moved"`   // the last raise or cut
-	Probes  int           `json:"probes"`  // probes since the last cut
-	Hold    time.Duration `json:"hold"`    // the probe interval
-	Bound   float64       `json:"bound"`   // what the API was seen to accept
-	Ceil    float64       `json:"ceil"`    // the rate the last cutting refusal came at
-	Cut     time.Time     `json:"cut"`     // the last cut
-	Open    time.Time     `json:"open"`    // when the API said, at the last cut, it would take more
-	Noise   time.Time     `json:"noise,omitzero"`
-	Window  time.Duration `json:"window"`      // W; 0: not known
-	From    string        `json:"window_from"` // where W came from: refusal, headers or config
-	// Full is when the request of the last cutting refusal was sent: the
-	// API was full then, and each worker measures spans from it.
-	Full time.Time `json:"full,omitzero"`
-}
-
-var windowSources = [...]string{fromRefusal: "refusal", fromHeaders: "headers", fromConfig: "config"}
-
-// ParseWindowSource reports whether s names where a W came from.
-func ParseWindowSource(s string) bool {
-	for _, v := range windowSources {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // law returns the law's part of s: Law, or, when s has none (a state a
 // worker on its own remembered: only its rate), a law out of startup at
 // that rate, which the API was seen to accept.
-func (s FleetState) law() LawState {
+func (s FleetState) law() control.LawState {
 	if s.Law != nil {
 		return *s.Law
 	}
-	return LawState{Rate: s.Rate, Moved: s.IncClock, Bound: s.Rate, Ceil: s.Rate, Cut: s.LastCut, Open: s.LastCut,
-		From: windowSources[fromRefusal]}
-}
-
-// abs and rel convert the law's offsets from base to times and back;
-// never is the zero time.
-func abs(base time.Time, d time.Duration) time.Time {
-	if d <= never {
-		return time.Time{}
-	}
-	return base.Add(d)
-}
-
-func rel(base, t time.Time) time.Duration {
-	if t.IsZero() {
-		return never
-	}
-	return max(t.Sub(base), never)
-}
-
-// export returns the shared state with offsets from base, its rates
-// times scale.
-func (s *lawState) export(base time.Time, scale float64) LawState {
-	return LawState{Rate: s.rate * scale, Startup: s.startup, Moved: abs(base, s.moved), Probes: s.probes, Hold: s.hold,
-		Bound: s.bound * scale, Ceil: s.ceil * scale, Cut: abs(base, s.cut), Open: abs(base, s.open),
-		Noise: abs(base, s.noise), Window: s.window, From: windowSources[s.wfrom]}
-}
-
-// load makes ls the law's shared state, with offsets from base and its
-// rates times scale; the record of the instance stays.
-func (l *law) load(ls LawState, base time.Time, scale float64) {
-	l.lawState = lawState{rate: l.clamp(ls.Rate * scale), startup: ls.Startup, moved: rel(base, ls.Moved), probes: ls.Probes,
-		hold: ls.Hold, bound: ls.Bound * scale, ceil: ls.Ceil * scale, cut: rel(base, ls.Cut), open: rel(base, ls.Open),
-		noise: rel(base, ls.Noise), window: ls.Window}
-	if l.hold <= 0 {
-		l.hold = probeBase
-	}
-	for i, v := range windowSources {
-		if v == ls.From {
-			l.wfrom = windowSource(i)
-		}
-	}
+	return control.LawState{Rate: s.Rate, Moved: s.IncClock, Bound: s.Rate, Ceil: s.Rate, Cut: s.LastCut, Open: s.LastCut,
+		From: control.WindowFromRefusal}
 }
 
 // FleetRules decides a fleet's state, as docs/limiter.md ("Fleet") states
@@ -120,7 +48,7 @@ func (l *law) load(ls LawState, base time.Time, scale float64) {
 // state and whether it changed (and must be written).
 type FleetRules struct {
 	cfg      Config        // the budget's limiter options
-	rules    Rules         // the classic rules for the whole budget
+	rules    control.Rules // the classic rules for the whole budget
 	remember time.Duration // how long a state is remembered
 	refresh  time.Duration // how often a live worker confirms the state
 }
@@ -129,23 +57,23 @@ type FleetRules struct {
 // remembered for remember after it was last written (never if remember
 // is not positive), and confirmed once per refresh.
 func NewFleetRules(cfg Config, remember, refresh time.Duration) FleetRules {
-	return FleetRules{cfg: cfg, rules: NewRules(cfg, Whole), remember: remember, refresh: refresh}
+	return FleetRules{cfg: cfg, rules: control.NewRules(cfg, control.Whole), remember: remember, refresh: refresh}
 }
 
 func (f *FleetRules) adaptive() bool { return f.cfg.SlowStart && !f.cfg.Disabled }
 
 // law returns the whole budget's law in state s (FleetState.law), with
 // offsets from base: the time of the decision.
-func (f *FleetRules) law(s FleetState, base time.Time) *law {
-	l := newLaw(f.cfg, f.rules.Clamp(s.Rate), f.rules.Min(), f.rules.Max())
-	l.load(s.law(), base, 1)
+func (f *FleetRules) law(s FleetState, base time.Time) *control.Law {
+	l := control.NewLaw(f.cfg, f.rules.Clamp(s.Rate), f.rules.Min(), f.rules.Max())
+	l.Load(s.law(), base, 1)
 	return l
 }
 
 // put writes l, with offsets from base, into ns, with the last cut's send
 // full, and mirrors its rate, startup and cut in ns.Adapt.
-func (f *FleetRules) put(ns *FleetState, l *law, base, full time.Time) {
-	ls := l.export(base, 1)
+func (f *FleetRules) put(ns *FleetState, l *control.Law, base, full time.Time) {
+	ls := l.Export(base, 1)
 	ls.Full = full
 	ns.Law = &ls
 	ns.Rate, ns.SlowStart, ns.Throttled = ls.Rate, ls.Startup, !ls.Startup
@@ -156,7 +84,7 @@ func (f *FleetRules) put(ns *FleetState, l *law, base, full time.Time) {
 func (f *FleetRules) Start(now time.Time) FleetState {
 	s := FleetState{Adapt: f.rules.Start(now), Seen: now}
 	if f.adaptive() {
-		f.put(&s, newLaw(f.cfg, s.Rate, f.rules.Min(), f.rules.Max()), now, time.Time{})
+		f.put(&s, control.NewLaw(f.cfg, s.Rate, f.rules.Min(), f.rules.Max()), now, time.Time{})
 	}
 	return s
 }
@@ -179,8 +107,8 @@ func (f *FleetRules) Resume(s FleetState, now time.Time) (FleetState, bool) {
 		return s, false
 	}
 	l := f.law(s, now)
-	if s.Law != nil && !l.startup && l.bound > 0 {
-		l.rate = l.clamp(lawMargin * l.bound)
+	if s.Law != nil {
+		l.PaceAtBound()
 	}
 	was := s
 	f.put(&s, l, now, s.law().Full)
@@ -199,7 +127,7 @@ func (f *FleetRules) Resume(s FleetState, now time.Time) (FleetState, bool) {
 // began sending together. With the classic rules it is their throttle,
 // cutting CUBIC from the worker's send rate divided by its share. A
 // Retry-After extends the fleet's pause (a refusal that names none, with
-// the law: lawRetryAfter). It returns the new state, whether it changed
+// the law: control.LawRetryAfter). It returns the new state, whether it changed
 // and whether the rate was cut.
 func (f *FleetRules) Throttle(s FleetState, r ThrottleReport, accepted float64) (ns FleetState, changed, cut bool) {
 	now := latest(r.At, s.Seen)
@@ -207,18 +135,18 @@ func (f *FleetRules) Throttle(s FleetState, r ThrottleReport, accepted float64) 
 	ra := r.RetryAfter
 	if f.adaptive() {
 		if ra <= 0 {
-			ra = lawRetryAfter
+			ra = control.LawRetryAfter
 		}
 		l, was := f.law(s, now), s.law()
 		full := was.Full
-		m := refusal{sent: rel(now, r.Sent), ra: ra, a: r.Accepted, ok: r.Accepted > 0}
+		m := control.Refusal{Sent: control.Offset(now, r.Sent), RetryAfter: ra, Accepted: r.Accepted, OK: r.Accepted > 0}
 		if was.Startup {
-			m.window = r.Window
+			m.Window = r.Window
 		}
-		if accepted > 0 && accepted > m.a {
-			m.a, m.ok = accepted, true
+		if accepted > 0 && accepted > m.Accepted {
+			m.Accepted, m.OK = accepted, true
 		}
-		if cut = l.decide(0, m); cut {
+		if cut = l.Decide(0, m); cut {
 			full = r.Sent
 		}
 		f.put(&ns, l, now, full)
@@ -286,15 +214,15 @@ func (f *FleetRules) Raise(s FleetState, now time.Time, v FleetView) (FleetState
 			return s, false
 		}
 		l := f.law(s, now)
-		before := l.rate
+		before := l.Rate()
 		got := -1.0
 		if now.Sub(was.Cut) >= time.Minute {
 			got = v.Accepted // the fleet's minute, all of it after the last cut
 		}
-		l.raise(0, &view{got: got, sent: v.Sent})
-		if l.startup && v.Delay > 0 {
+		l.RaiseOn(0, got, v.Sent)
+		if l.Startup() && v.Delay > 0 {
 			k := math.Max(2, fleetReach.Seconds()/v.Delay.Seconds())
-			l.rate = math.Max(before, math.Min(l.rate, k*math.Max(f.cfg.InitialUnitsPerMinute, v.Accepted)))
+			l.SetRate(math.Max(before, math.Min(l.Rate(), k*math.Max(f.cfg.InitialUnitsPerMinute, v.Accepted))))
 		}
 		if f.put(&ns, l, now, was.Full); s.Law != nil && *ns.Law == was {
 			return s, false
@@ -335,7 +263,7 @@ func latest(a, b time.Time) time.Time {
 // without the stagger all of them would send their first requests at the
 // same instant, a burst of up to N requests into an API that has just
 // throttled. Zero when the fleet is not paused.
-func (f *FleetRules) PauseEnd(s FleetState, p Part, phase float64) time.Time {
+func (f *FleetRules) PauseEnd(s FleetState, p control.Part, phase float64) time.Time {
 	if s.PausedUntil.IsZero() {
 		return time.Time{}
 	}
@@ -347,7 +275,7 @@ func (f *FleetRules) PauseEnd(s FleetState, p Part, phase float64) time.Time {
 // that starts to follow a fleet at from begins to fill its bucket then (an
 // empty bucket at the start, like the end of a pause): workers started
 // together do not send in step.
-func (f *FleetRules) Stagger(s FleetState, p Part, phase float64, from time.Time) time.Time {
+func (f *FleetRules) Stagger(s FleetState, p control.Part, phase float64, from time.Time) time.Time {
 	rate := f.rules.Clamp(p.Of(s.Rate))
 	if !(rate > 0) || !(phase > 0) {
 		return from

@@ -86,10 +86,14 @@ func (c *Core) dropSurplus() {
 func (c *Core) Sent(now time.Time) float64 {
 	t := c.offset(now)
 	c.advance(t)
-	if c.law == nil || t < startupInterval {
+	if c.law == nil {
 		return -1
 	}
-	return perMin(c.law.past.sum(&c.law.past.sent, t-startupInterval, t), startupInterval) / c.rules.part.Of(1)
+	sent := c.law.SentRate(t)
+	if sent < 0 {
+		return -1
+	}
+	return sent / c.rules.Part().Of(1)
 }
 
 // Sent returns what this instance sent lately (see Core.Sent). It is safe

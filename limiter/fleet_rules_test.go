@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // In startup the fleet doubles its rate, but never above k times the
@@ -52,7 +53,7 @@ func TestFleetReach(t *testing.T) {
 
 // lawFleet returns the law's whole-budget state after a first refusal at
 // 10 s of a request sent at 9.9 s with a Retry-After of 2 s, whose worker
-// measured 200 a minute: out of startup at lawMargin × 200.
+// measured 200 a minute: out of startup at control.LawMargin × 200.
 func lawFleet(t *testing.T, f FleetRules) FleetState {
 	t.Helper()
 	r := report(10, 9.9, 2*time.Second)
@@ -65,7 +66,7 @@ func lawFleet(t *testing.T, f FleetRules) FleetState {
 }
 
 // A law fleet's first refusal, with what the worker's record measured
-// clearly under half the rate, cuts to lawMargin of it and pauses the fleet
+// clearly under half the rate, cuts to control.LawMargin of it and pauses the fleet
 // for the Retry-After; the refusals of requests sent before that
 // Retry-After ran out belong to the same cut: they may extend the pause,
 // never cut.
@@ -73,8 +74,8 @@ func TestFleetLawThrottle(t *testing.T) {
 	f := testRules(t, nil)
 	s := lawFleet(t, f)
 	l := s.Law
-	if s.Rate != lawMargin*200 || l.Rate != s.Rate || l.Bound != 200 || l.Ceil != 200 || l.Startup || s.SlowStart || !s.Throttled {
-		t.Fatalf("after the cut: rate %v, law %+v; want %v out of startup, bound and ceil 200", s.Rate, *l, lawMargin*200)
+	if s.Rate != control.LawMargin*200 || l.Rate != s.Rate || l.Bound != 200 || l.Ceil != 200 || l.Startup || s.SlowStart || !s.Throttled {
+		t.Fatalf("after the cut: rate %v, law %+v; want %v out of startup, bound and ceil 200", s.Rate, *l, control.LawMargin*200)
 	}
 	if !l.Cut.Equal(fat(10)) || !l.Moved.Equal(fat(10)) || !s.LastCut.Equal(fat(10)) || !l.Open.Equal(fat(12)) ||
 		!l.Full.Equal(fat(9.9)) || !s.PausedUntil.Equal(fat(12)) || !s.Seen.Equal(fat(10)) {
@@ -96,17 +97,17 @@ func TestFleetLawThrottle(t *testing.T) {
 	for _, c := range []struct {
 		at, accepted, rate float64
 	}{
-		{60, 180, lawMargin * 180}, // the fleet's 180, more than the worker's 150
-		{70, 180, lawMargin * 180},
-		{70, 100, lawMargin * 150}, // the fleet's count is less: the worker's
+		{60, 180, control.LawMargin * 180}, // the fleet's 180, more than the worker's 150
+		{70, 180, control.LawMargin * 180},
+		{70, 100, control.LawMargin * 150}, // the fleet's count is less: the worker's
 	} {
 		r := report(c.at, c.at-0.1, 0)
 		r.Accepted = 150
 		ns, _, cut := f.Throttle(s, r, c.accepted)
-		if !cut || math.Abs(ns.Rate-c.rate) > 1e-9 || ns.Law.Bound != c.rate/lawMargin {
+		if !cut || math.Abs(ns.Rate-c.rate) > 1e-9 || ns.Law.Bound != c.rate/control.LawMargin {
 			t.Errorf("at %v with the fleet's %v: cut %v rate %v bound %v, want %v", c.at, c.accepted, cut, ns.Rate, ns.Law.Bound, c.rate)
 		}
-		if !ns.PausedUntil.Equal(fat(c.at + 1)) { // no Retry-After: lawRetryAfter
+		if !ns.PausedUntil.Equal(fat(c.at + 1)) { // no Retry-After: control.LawRetryAfter
 			t.Errorf("at %v: paused until %v, want a second", c.at, ns.PausedUntil.Sub(ft0).Seconds())
 		}
 	}
@@ -163,7 +164,7 @@ func TestFleetLawRaise(t *testing.T) {
 	}
 }
 
-// A remembered law state resumes at lawMargin of what the API was seen to
+// A remembered law state resumes at control.LawMargin of what the API was seen to
 // accept, and is written when that changed it; a state a worker on its own
 // remembered (its rate, no law) starts the law at that rate, which the API
 // was seen to accept, out of startup, and is written with the law.
@@ -172,10 +173,10 @@ func TestFleetLawResume(t *testing.T) {
 	s := lawFleet(t, f)
 	s, _ = f.Raise(s, fat(20), FleetView{LastWait: fat(15), Sent: -1}) // probing at 200
 	ns, changed := f.Resume(s, fat(100))
-	if !changed || ns.Rate != lawMargin*200 || ns.Law.Rate != ns.Rate || ns.Law.Bound != 200 || ns.Law.Startup || ns.SlowStart || !ns.Law.Full.Equal(fat(9.9)) {
-		t.Fatalf("resumed: changed %v rate %v law %+v; want %v, bound 200, out of startup", changed, ns.Rate, *ns.Law, lawMargin*200)
+	if !changed || ns.Rate != control.LawMargin*200 || ns.Law.Rate != ns.Rate || ns.Law.Bound != 200 || ns.Law.Startup || ns.SlowStart || !ns.Law.Full.Equal(fat(9.9)) {
+		t.Fatalf("resumed: changed %v rate %v law %+v; want %v, bound 200, out of startup", changed, ns.Rate, *ns.Law, control.LawMargin*200)
 	}
-	lone := FleetState{Adapt: Adapt{Rate: 5000, Throttled: true}, Seen: fat(0)}
+	lone := FleetState{Adapt: control.Adapt{Rate: 5000, Throttled: true}, Seen: fat(0)}
 	ns, changed = f.Resume(lone, fat(60))
 	if !changed || ns.Law == nil || ns.Rate != 5000 || ns.Law.Rate != 5000 || ns.Law.Bound != 5000 || ns.Law.Ceil != 5000 || ns.Law.Startup || ns.SlowStart {
 		t.Fatalf("resumed from a rate: changed %v %+v; want the law at 5000, bound and ceil 5000, out of startup", changed, ns)
@@ -197,8 +198,8 @@ func TestCoreFollowLaw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	law := LawState{Rate: 1960, Bound: 2000, Ceil: 2000, Moved: at(5), Cut: at(5), Open: at(6), Hold: probeBase, Full: at(4.9)}
-	fleet := FleetState{Adapt: Adapt{Rate: 1960, Throttled: true, LastCut: at(5), IncClock: at(5)}, Law: &law}
+	law := control.LawState{Rate: 1960, Bound: 2000, Ceil: 2000, Moved: at(5), Cut: at(5), Open: at(6), Hold: control.ProbeBase, Full: at(4.9)}
+	fleet := FleetState{Adapt: control.Adapt{Rate: 1960, Throttled: true, LastCut: at(5), IncClock: at(5)}, Law: &law}
 	c.Follow(at(10), fleet, time.Time{})
 	if c.Rate() != 490 || c.Estimate() != 500 || c.Adapt().SlowStart {
 		t.Fatalf("following: rate %v estimate %v, want 1960/4 and 2000/4", c.Rate(), c.Estimate())
@@ -206,7 +207,7 @@ func TestCoreFollowLaw(t *testing.T) {
 	if got := c.Tokens(at(20)); got <= 0 {
 		t.Fatalf("tokens %v, want some saved", got)
 	}
-	cut := LawState{Rate: 1470, Bound: 1500, Ceil: 1500, Moved: at(20), Cut: at(20), Open: at(21), Hold: probeBase, Full: at(19.9)}
+	cut := control.LawState{Rate: 1470, Bound: 1500, Ceil: 1500, Moved: at(20), Cut: at(20), Open: at(21), Hold: control.ProbeBase, Full: at(19.9)}
 	fleet.Law, fleet.Rate, fleet.LastCut, fleet.IncClock = &cut, 1470, at(20), at(20)
 	c.Follow(at(20.5), fleet, at(21))
 	if c.Rate() != 367.5 || c.Estimate() != 375 || c.Tokens(at(20.5)) != 0 {
@@ -235,7 +236,7 @@ func TestCoreFollowLaw(t *testing.T) {
 	}
 	// The fleet cuts for it, with a Retry-After of 3.5 s: a refusal of a
 	// request sent before then belongs to that cut and measures nothing.
-	again := LawState{Rate: 1176, Bound: 1200, Ceil: 1200, Moved: at(41.5), Cut: at(41.5), Open: at(45), Hold: probeBase, Full: at(41.2)}
+	again := control.LawState{Rate: 1176, Bound: 1200, Ceil: 1200, Moved: at(41.5), Cut: at(41.5), Open: at(45), Hold: control.ProbeBase, Full: at(41.2)}
 	fleet.Law, fleet.Rate, fleet.LastCut, fleet.IncClock = &again, 1176, at(41.5), at(41.5)
 	c.Follow(at(41.5), fleet, at(45))
 	if c.Rate() != 294 || c.Estimate() != 300 {
@@ -257,7 +258,7 @@ func TestCoreFollowLaw(t *testing.T) {
 func TestFleetStagger(t *testing.T) {
 	f := testRules(t, nil)
 	s := f.Start(fat(0)) // 600 a minute
-	p := Part{Share: 0.1, Instances: 10}
+	p := control.Part{Share: 0.1, Instances: 10}
 	for _, c := range []struct{ phase, want float64 }{{0, 5}, {0.5, 5.5}, {0.25, 5.25}} {
 		if got := f.Stagger(s, p, c.phase, fat(5)); !got.Equal(fat(c.want)) {
 			t.Errorf("phase %v: %v, want %v", c.phase, got.Sub(ft0).Seconds(), c.want)
@@ -274,7 +275,7 @@ func TestCoreFollowCutDropsSurplus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet := FleetState{Adapt: Adapt{Rate: 1200, LastCut: t0, IncClock: t0, WMax: 1200, CutTime: t0}}
+	fleet := FleetState{Adapt: control.Adapt{Rate: 1200, LastCut: t0, IncClock: t0, WMax: 1200, CutTime: t0}}
 	c.Follow(at(0), fleet, time.Time{})
 	if got := c.Tokens(at(20)); got != 100 {
 		t.Fatalf("tokens %v, want a full bucket of 10 s at 600", got)
@@ -326,7 +327,7 @@ func TestFleetLawNoMeasure(t *testing.T) {
 		r := report(10, 9.9, time.Second)
 		r.Accepted = worker
 		s, _, cut := f.Throttle(f.Start(fat(0)), r, 0)
-		if !cut || s.Rate != lawMargin*300 || s.Law.Bound != 300 {
+		if !cut || s.Rate != control.LawMargin*300 || s.Law.Bound != 300 {
 			t.Errorf("worker's measure %v, fleet's 0: cut %v rate %v bound %v; want 0.98 × 300, bound 300", worker, cut, s.Rate, s.Law.Bound)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 var ft0 = time.Unix(1_800_000_000, 0)
@@ -27,7 +29,7 @@ func testRules(t *testing.T, mod func(*Config)) FleetRules {
 func classic(c *Config) { c.SlowStart = false }
 
 func report(at, sent float64, ra time.Duration) ThrottleReport {
-	return ThrottleReport{At: fat(at), Sent: fat(sent), RetryAfter: ra, Measured: -1, Part: Part{Share: 0.05, Instances: 20}}
+	return ThrottleReport{At: fat(at), Sent: fat(sent), RetryAfter: ra, Measured: -1, Part: control.Part{Share: 0.05, Instances: 20}}
 }
 
 // The fleet's throttle rule, step by step: a burst seen by many workers
@@ -138,7 +140,7 @@ func TestFleetRulesRemember(t *testing.T) {
 	if s, changed := f.Resume(FleetState{}, fat(0)); !changed || s.Rate != 600 || !s.Seen.Equal(fat(0)) {
 		t.Fatalf("no state: %+v %v, want a new one at 600", s, changed)
 	}
-	stored := FleetState{Adapt: Adapt{Rate: 5000, Throttled: true}, Seen: fat(0)}
+	stored := FleetState{Adapt: control.Adapt{Rate: 5000, Throttled: true}, Seen: fat(0)}
 	for _, c := range []struct {
 		age     time.Duration
 		rate    float64
@@ -168,13 +170,13 @@ func TestFleetRulesRemember(t *testing.T) {
 func TestFleetRulesPauseEnd(t *testing.T) {
 	f := testRules(t, nil)
 	s := f.Start(fat(0))
-	if !f.PauseEnd(s, Part{Share: 0.1, Instances: 10}, 0.5).IsZero() {
+	if !f.PauseEnd(s, control.Part{Share: 0.1, Instances: 10}, 0.5).IsZero() {
 		t.Fatal("a pause end without a fleet pause")
 	}
 	s.PausedUntil = fat(10)
 	s.Rate = 600 // 60 per minute each at N = 10: one unit a second
 	for _, c := range []struct{ phase, want float64 }{{0, 10}, {0.25, 10.25}, {0.5, 10.5}, {0.999, 10.999}} {
-		if got := f.PauseEnd(s, Part{Share: 0.1, Instances: 10}, c.phase); !got.Equal(fat(c.want)) {
+		if got := f.PauseEnd(s, control.Part{Share: 0.1, Instances: 10}, c.phase); !got.Equal(fat(c.want)) {
 			t.Errorf("phase %v: pause ends at %v, want %v", c.phase, got.Sub(ft0).Seconds(), c.want)
 		}
 	}

@@ -1,6 +1,10 @@
 package limiter
 
-import "time"
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/limiter/control"
+)
 
 // Follow makes the Core run on a fleet's state s, at now: the rules of
 // the whole budget, kept by a fleet controller that all instances share
@@ -31,11 +35,11 @@ func (c *Core) Follow(now time.Time, s FleetState, pausedUntil time.Time) {
 	c.fleet = s.Adapt
 	if c.law != nil {
 		ls := s.law()
-		c.law.load(ls, c.start, c.rules.part.Of(1))
+		c.law.Load(ls, c.start, c.rules.Part().Of(1))
 		if newCut {
-			c.law.afterCut(rel(c.start, ls.Full), max(t, until))
+			c.law.AfterCut(control.Offset(c.start, ls.Full), max(t, until))
 		}
-		c.adapt.Rate, c.adapt.SlowStart = c.law.rate, c.law.startup
+		c.adapt.Rate, c.adapt.SlowStart = c.law.Rate(), c.law.Startup()
 	} else {
 		c.rules.SetCeiling(s.Rate)
 		c.adapt = c.rules.Scale(s.Adapt)
@@ -105,7 +109,7 @@ type ThrottleReport struct {
 	// the window the refusal showed, 0 for none.
 	Accepted float64
 	Window   time.Duration
-	Part     Part // this instance's part of the budget at the time
+	Part     control.Part // this instance's part of the budget at the time
 }
 
 // Report returns the ThrottleReport of a throttle observed at now, of a
@@ -114,15 +118,15 @@ type ThrottleReport struct {
 // throttle hook and the simulator's fleet build their reports here.
 func (c *Core) Report(now, sent time.Time, retryAfter time.Duration) ThrottleReport {
 	r := ThrottleReport{At: now, Sent: sent, RetryAfter: retryAfter, Measured: c.Measured(now), Accepted: -1, Part: c.rules.Part()}
-	if s := sent.Sub(c.start); c.law != nil && c.following && s >= c.law.open {
+	if s := sent.Sub(c.start); c.law != nil && c.following && s >= c.law.Open() {
 		if retryAfter <= 0 {
-			retryAfter = lawRetryAfter
+			retryAfter = control.LawRetryAfter
 		}
-		m := c.law.measure(s, retryAfter)
-		if m.ok {
-			r.Accepted = m.a / c.rules.part.Of(1)
+		m := c.law.Measure(s, retryAfter)
+		if m.OK {
+			r.Accepted = m.Accepted / c.rules.Part().Of(1)
 		}
-		r.Window = m.window
+		r.Window = m.Window
 	}
 	return r
 }
@@ -155,7 +159,7 @@ func (l *Limiter) LastWait() time.Time {
 }
 
 // Part returns this Limiter's part of the budget.
-func (l *Limiter) Part() Part {
+func (l *Limiter) Part() control.Part {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.core.rules.Part()
@@ -178,7 +182,7 @@ func (l *Limiter) update(set func(now time.Time)) {
 }
 
 // Adapt returns the state of the rate rules (see Core.Adapt).
-func (l *Limiter) Adapt() Adapt {
+func (l *Limiter) Adapt() control.Adapt {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.core.Adapt()

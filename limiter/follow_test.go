@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // A Core that follows a fleet runs at the fleet rate times its part, never
@@ -17,7 +18,7 @@ func TestCoreFollow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet := FleetState{Adapt: Adapt{Rate: 2400, Throttled: true, LastCut: at(1), IncClock: at(1), WMax: 3000, CutTime: at(1), K: 2}}
+	fleet := FleetState{Adapt: control.Adapt{Rate: 2400, Throttled: true, LastCut: at(1), IncClock: at(1), WMax: 3000, CutTime: at(1), K: 2}}
 	c.Follow(at(2), fleet, time.Time{})
 	if got := c.Rate(); got != 600 {
 		t.Fatalf("rate = %v, want 2400/4", got)
@@ -68,7 +69,7 @@ func TestCoreLeadCeiling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Follow(at(0), FleetState{Adapt: Adapt{Rate: 1000, LastCut: at(0), IncClock: at(0), WMax: 1000, CutTime: at(0)}}, time.Time{})
+	c.Follow(at(0), FleetState{Adapt: control.Adapt{Rate: 1000, LastCut: at(0), IncClock: at(0), WMax: 1000, CutTime: at(0)}}, time.Time{})
 	c.Lead(at(1))
 	if c.Following() {
 		t.Fatal("still following after Lead")
@@ -94,45 +95,12 @@ func TestCoreLeadCeiling(t *testing.T) {
 	}
 }
 
-// The Rules of a whole budget cut once per burst and raise once per
-// interval: the rules a fleet shares.
-func TestRulesThrottleAndRaise(t *testing.T) {
-	cfg := rulesConfig()
-	r := NewRules(cfg, Whole)
-	a := r.Start(at(0))
-	if a.Rate != 600 || a.WMax != 600 {
-		t.Fatalf("start = %+v", a)
-	}
-	if !r.Throttle(&a, at(1), at(0.9), -1) || a.Rate != 420 {
-		t.Fatalf("first throttle: rate %v, want 420", a.Rate)
-	}
-	// Same burst: within the cooldown, or sent before the cut.
-	if r.Throttle(&a, at(2), at(1.5), -1) || r.Throttle(&a, at(7), at(0.95), -1) {
-		t.Fatal("a throttle of the same burst cut again")
-	}
-	if !r.Throttle(&a, at(7), at(6), -1) || math.Abs(a.Rate-294) > 1e-9 {
-		t.Fatalf("throttle after the cooldown: rate %v, want 294", a.Rate)
-	}
-	if r.Raise(&a, at(20), false) {
-		t.Fatal("raised though nobody waited")
-	}
-	if r.Raise(&a, at(16), true) {
-		t.Fatal("raised before increase_interval on the increase clock (7)")
-	}
-	if !r.Raise(&a, at(17), true) || math.Abs(a.Rate-414) > 1e-9 || !a.IncClock.Equal(at(17)) {
-		t.Fatalf("raise: %+v, want 294+120 at 17", a)
-	}
-	if r.Raise(&a, at(18), true) {
-		t.Fatal("second raise within the interval")
-	}
-}
-
 // A pause that only the fleet ordered keeps the bucket's tokens at its
 // end (the instance did not overrun anything); a pause for the instance's
 // own Retry-After empties it, as always.
 func TestCoreFleetPauseKeepsTokens(t *testing.T) {
 	cfg := cfgWith(func(c *Config) { c.Burst = 10 * time.Second })
-	fleet := FleetState{Adapt: Adapt{Rate: 600, LastCut: at(0), IncClock: at(0), WMax: 600, CutTime: at(0)}}
+	fleet := FleetState{Adapt: control.Adapt{Rate: 600, LastCut: at(0), IncClock: at(0), WMax: 600, CutTime: at(0)}}
 	c, _ := NewCore(cfg, t0)
 	c.Follow(at(0), fleet, at(2))
 	if got := c.Tokens(at(3)); got != 100 {
@@ -156,7 +124,7 @@ func TestCoreFollowGrantsWhenNotInDebt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Follow(at(0), FleetState{Adapt: Adapt{Rate: 60, Throttled: true, LastCut: t0, IncClock: t0, WMax: 60, CutTime: t0}}, time.Time{})
+	c.Follow(at(0), FleetState{Adapt: control.Adapt{Rate: 60, Throttled: true, LastCut: t0, IncClock: t0, WMax: 60, CutTime: t0}}, time.Time{})
 	if d := c.Acquire(at(0), 5); d.Status != Granted {
 		t.Fatalf("first request: %v, want granted from an empty bucket", d.Status)
 	}

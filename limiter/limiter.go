@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // ErrRejected is wrapped by every error Wait returns when the limiter turns
@@ -455,7 +456,7 @@ func (l *Limiter) CostBound() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.core.Disabled() {
-		return MaxUnits
+		return control.MaxUnits
 	}
 	return l.core.CostBound()
 }

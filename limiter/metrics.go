@@ -125,7 +125,7 @@ func (m *Metrics) setState(c *Core) {
 	m.rate.Set(c.adapt.Rate)
 	m.ratePerSec.Set(c.adapt.Rate / 60)
 	m.setBucket(c)
-	m.instances.Set(1 / c.rules.part.Share)
+	m.instances.Set(1 / c.rules.Part().Share)
 	if c.paused {
 		m.paused.Set(1)
 	} else {

@@ -2,6 +2,8 @@ package limiter
 
 import (
 	"time"
+
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // What an outcome does to the rate (docs/limiter.md, "Throttle",
@@ -12,11 +14,11 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	switch {
 	case c.law != nil:
 		if retryAfter <= 0 {
-			retryAfter = lawRetryAfter // a 429 says slow down even without a wait
+			retryAfter = control.LawRetryAfter // a 429 says slow down even without a wait
 		}
 		// Following, the fleet decides (Report tells it what the record
 		// measured).
-		if !c.following && c.law.refused(t, sent, retryAfter, t+min(retryAfter, c.cfg.MaxPause)) {
+		if !c.following && c.law.Refused(t, sent, retryAfter, t+min(retryAfter, c.cfg.MaxPause)) {
 			c.takeLaw()
 		}
 	case c.following:
@@ -32,8 +34,8 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 
 // takeLaw makes the law's rate the Core's.
 func (c *Core) takeLaw() {
-	c.adapt.SlowStart = c.law.startup
-	c.setRate(c.law.rate)
+	c.adapt.SlowStart = c.law.Startup()
+	c.setRate(c.law.Rate())
 }
 
 // pause pauses until the offset until, extending a pause already running.
@@ -52,7 +54,7 @@ func (c *Core) success(t time.Duration, units float64) {
 		return
 	}
 	if c.law != nil {
-		if c.law.raise(t, c.law) {
+		if c.law.Raise(t) {
 			c.takeLaw()
 			c.waited = false
 		}

@@ -65,7 +65,7 @@ func (c *Core) hint(t, sent time.Duration, units float64, o call.Outcome) {
 		// Units in flight are not in R yet: this instance's, and as many
 		// of every other instance's, at least its rate over the round trip.
 		inflight := math.Max(c.spentSince(sent)-units, c.adapt.Rate/60*(t-sent).Seconds())
-		b := c.rules.part.Of(q.Remaining) - inflight
+		b := c.rules.Part().Of(q.Remaining) - inflight
 		qs.budget = b
 		qs.until = t + min(q.Reset, c.cfg.MaxPause)
 		c.tokens = math.Min(c.tokens, math.Max(b, 0))
@@ -75,7 +75,7 @@ func (c *Core) hint(t, sent time.Duration, units float64, o call.Outcome) {
 		w = qs.window
 	}
 	if c.law != nil && w >= time.Second {
-		c.law.announce(w)
+		c.law.Announce(w)
 	}
 	// A limit beyond what this limiter may ever send (more than
 	// max_units_per_minute), or over a window under a second, is not a
@@ -87,9 +87,9 @@ func (c *Core) hint(t, sent time.Duration, units float64, o call.Outcome) {
 		raise := !c.following && (!a.Throttled || c.at(t).Sub(a.LastCut) >= c.cfg.DecreaseCooldown) &&
 			(!qs.doubt || t-qs.doubted >= max(w, quotaDoubt))
 		if c.law != nil && !c.following {
-			c.law.limits(c.rules.Min(), p)
+			c.law.Limits(c.rules.Min(), p)
 			if raise {
-				c.law.quota(t, p)
+				c.law.Quota(t, p)
 			}
 			c.takeLaw()
 		} else if a.Rate > p || (a.Rate < p && raise) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // Share is how the instances of a run adapt their rates.
@@ -77,8 +78,8 @@ func (r *runner) follow(in *instance) {
 }
 
 // part is the instance's part of the budget.
-func (in *instance) part() limiter.Part {
-	return limiter.Part{Share: in.core.Share(), Instances: in.core.Instances()}
+func (in *instance) part() control.Part {
+	return control.Part{Share: in.core.Share(), Instances: in.core.Instances()}
 }
 
 func latest(a, b time.Time) time.Time {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/field"
-	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // Envelope modes accepted in JobsConfig.Envelope.
@@ -118,7 +118,7 @@ func (t JobType) validate(prefix string) []error {
 			errs = append(errs, e)
 		}
 	}
-	if e := limiter.CheckCost(prefix+".cost", t.Cost); e != nil {
+	if e := control.CheckCost(prefix+".cost", t.Cost); e != nil {
 		errs = append(errs, e)
 	}
 	return errs
@@ -321,7 +321,7 @@ func parseCost(raw json.RawMessage) (float64, bool, error) {
 		return 0, false, invalid(ReasonBadCost, "cost must be a number, got %s", truncate(string(raw), 32))
 	}
 	v, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || limiter.CheckCost("cost", v) != nil {
+	if err != nil || control.CheckCost("cost", v) != nil {
 		return 0, false, invalid(ReasonBadCost, "cost must be a finite number >= 0, got %s", truncate(string(raw), 32))
 	}
 	return v, true, nil

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/sluicehq/sluice/call"
-	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 func testJobs() JobsConfig {
@@ -240,7 +240,7 @@ func FuzzDecode(f *testing.F) {
 		if call.CheckMethod("method", job.Method) != nil {
 			t.Fatalf("accepted method %q", job.Method)
 		}
-		if limiter.CheckCost("cost", job.Cost) != nil {
+		if control.CheckCost("cost", job.Cost) != nil {
 			t.Fatalf("accepted cost %v", job.Cost)
 		}
 		for k, vs := range job.Header {

@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/control"
 )
 
 // gaugeValue returns reg's gauge name, NaN when there is none.
@@ -160,7 +161,7 @@ func TestRunShareRemembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := json.Marshal(limiter.FleetState{Adapt: limiter.Adapt{Rate: 4800, Throttled: true}, Seen: time.Now().Add(-10 * time.Minute)})
+	data, _ := json.Marshal(limiter.FleetState{Adapt: control.Adapt{Rate: 4800, Throttled: true}, Seen: time.Now().Add(-10 * time.Minute)})
 	if _, err := kv.Put(t.Context(), "fleet", data); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package limiter
+package control
 
 import (
 	"fmt"
@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sluicehq/sluice/call"
 )
 
 // leakyAPI is a model of a gateway for the law's tests: a leaky bucket of
@@ -31,7 +29,7 @@ func (g *leakyAPI) admit(t time.Duration, u float64) bool {
 // (a backlog: every request waited), each answered rtt later, with a
 // Retry-After of ra on a refusal and no sending until it has passed. It
 // returns the units accepted per second.
-func drive(l *law, admit func(time.Duration, float64) bool, d, rtt, ra time.Duration) []float64 {
+func drive(l *Law, admit func(time.Duration, float64) bool, d, rtt, ra time.Duration) []float64 {
 	type answer struct {
 		at, sent time.Duration
 		ok       bool
@@ -46,7 +44,7 @@ func drive(l *law, admit func(time.Duration, float64) bool, d, rtt, ra time.Dura
 			a := inflight[0]
 			inflight = inflight[1:]
 			if a.ok {
-				l.accepted(a.sent, 1)
+				l.Accepted(a.sent, 1)
 				per[a.sent/time.Second]++
 				l.raise(t, l)
 			} else if refuse(l, t, a.sent, ra); ra > 0 {
@@ -54,7 +52,7 @@ func drive(l *law, admit func(time.Duration, float64) bool, d, rtt, ra time.Dura
 			}
 		}
 		if t >= next {
-			l.sent(t, 1, false)
+			l.Sent(t, 1, false)
 			inflight = append(inflight, answer{t + rtt, t, admit(t, 1)})
 			next = t + time.Duration(60/l.rate*float64(time.Second))
 		}
@@ -74,11 +72,11 @@ func mean(v []float64) float64 {
 	return s / float64(len(v))
 }
 
-func testLaw(t *testing.T, controller string, rate float64) *law {
+func testLaw(t *testing.T, controller string, rate float64) *Law {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Controller = controller
-	return newLaw(cfg, rate, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute)
+	return NewLaw(cfg, rate, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute)
 }
 
 // Startup doubles the rate every two seconds while requests wait, but
@@ -87,7 +85,7 @@ func TestLawStartupDoubles(t *testing.T) {
 	l := testLaw(t, ControllerAIMD, 600)
 	for s := 1; s <= 6; s++ {
 		at := time.Duration(s) * time.Second
-		l.sent(at-time.Millisecond, l.rate/60, false) // a second's worth at the rate
+		l.Sent(at-time.Millisecond, l.rate/60, false) // a second's worth at the rate
 		l.raise(at, l)
 	}
 	if l.rate != 4800 {
@@ -96,7 +94,7 @@ func TestLawStartupDoubles(t *testing.T) {
 	l = testLaw(t, ControllerAIMD, 600)
 	for s := 1; s <= 6; s++ {
 		at := time.Duration(s) * time.Second
-		l.sent(at-time.Millisecond, 2, false) // 120 units a minute sent
+		l.Sent(at-time.Millisecond, 2, false) // 120 units a minute sent
 		l.raise(at, l)
 	}
 	if l.rate != 600 {
@@ -132,7 +130,7 @@ func TestLawRetryAfterOfADay(t *testing.T) {
 	refuse(l, 20*time.Second+50*time.Millisecond, 20*time.Second, 24*time.Hour)
 	// The best span is the whole 20 s, stretched by the longest window the
 	// law models less a second.
-	want := lawMargin * 1000 * 60 / (20 + MaxWindow.Seconds() - 1)
+	want := LawMargin * 1000 * 60 / (20 + MaxWindow.Seconds() - 1)
 	if math.Abs(l.rate-want) > 0.01*want {
 		t.Fatalf("rate after a Retry-After of a day = %.1f, want %.1f", l.rate, want)
 	}
@@ -143,7 +141,7 @@ func TestLawRetryAfterOfADay(t *testing.T) {
 // cuts that find the same bound double the probe interval, up to its cap.
 func TestLawProbeInterval(t *testing.T) {
 	l := testLaw(t, ControllerAIMD, 1000)
-	l.startup, l.bound, l.ceil, l.rate, l.cut, l.from = false, 1000, 1000, lawMargin*1000, time.Second, 0
+	l.startup, l.bound, l.ceil, l.rate, l.cut, l.from = false, 1000, 1000, LawMargin*1000, time.Second, 0
 	fill(l, 0, 2*time.Second, 1000)
 	if refuse(l, 2*time.Second, 2*time.Second, 0) {
 		t.Fatal("a refusal at the bound within a window of the cut moved the rate")
@@ -155,10 +153,10 @@ func TestLawProbeInterval(t *testing.T) {
 		if !refuse(l, at, at, 0) {
 			t.Fatalf("refusal %d while probing: the rate did not move", i)
 		}
-		if l.rate != lawMargin*1000 {
-			t.Fatalf("refusal %d while probing: rate %v, want back to %v", i, l.rate, lawMargin*1000)
+		if l.rate != LawMargin*1000 {
+			t.Fatalf("refusal %d while probing: rate %v, want back to %v", i, l.rate, LawMargin*1000)
 		}
-		if want := min(2*hold, probeMaxFactor*probeBase); l.hold != want {
+		if want := min(2*hold, probeMaxFactor*ProbeBase); l.hold != want {
 			t.Fatalf("refusal %d finding the same bound: probe interval %v, want %v", i, l.hold, want)
 		}
 		hold = l.hold
@@ -176,10 +174,10 @@ func TestLawProbeShape(t *testing.T) {
 		{ControllerCUBIC, []float64{0.98 + 0.02/16, 0.98 + 0.02*8/16, 0.98 + 0.02*27/16, 0.98 + 0.02*64/16}},
 	} {
 		l := testLaw(t, tc.ctrl, 1000)
-		l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, lawMargin*1000, -1
+		l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, LawMargin*1000, -1
 		for i, want := range tc.want {
 			at := time.Duration(i+1) * l.hold
-			if l.raise(at-time.Millisecond, l); l.rate != lawMargin*1000 && i == 0 {
+			if l.raise(at-time.Millisecond, l); l.rate != LawMargin*1000 && i == 0 {
 				t.Fatalf("%s: raised before the probe interval", tc.ctrl)
 			}
 			l.raise(at, l)
@@ -194,7 +192,7 @@ func TestLawProbeShape(t *testing.T) {
 // that shows it, the bound takes that value.
 func TestLawMoreCapacity(t *testing.T) {
 	l := testLaw(t, ControllerAIMD, 1000)
-	l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, lawMargin*1000, 0
+	l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, LawMargin*1000, 0
 	fill(l, 0, 20*time.Second, 3000)
 	l.raise(20*time.Second, l)
 	if math.Abs(l.bound-3000) > 30 {
@@ -204,11 +202,11 @@ func TestLawMoreCapacity(t *testing.T) {
 
 // fill records units sent and accepted from from to to at perMin units a
 // minute, one unit at a time.
-func fill(l *law, from, to time.Duration, perMin float64) {
+func fill(l *Law, from, to time.Duration, perMin float64) {
 	step := time.Duration(60 / perMin * float64(time.Second))
 	for at := from; at < to; at += step {
-		l.sent(at, 1, false)
-		l.accepted(at, 1)
+		l.Sent(at, 1, false)
+		l.Accepted(at, 1)
 	}
 }
 
@@ -221,47 +219,22 @@ func TestLawWindowSources(t *testing.T) {
 	if learned.window != 12*time.Second {
 		t.Fatalf("learned W = %v, want the span (10 s) and the Retry-After beyond a second (2 s)", learned.window)
 	}
-	learned.announce(time.Minute)
+	learned.Announce(time.Minute)
 	if learned.window != time.Minute {
 		t.Fatalf("W after a header's window = %v, want 1m", learned.window)
 	}
 	cfg := DefaultConfig()
 	cfg.Window = 30 * time.Second
-	fixed := newLaw(cfg, 600, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute)
+	fixed := NewLaw(cfg, 600, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute)
 	fill(fixed, 0, 10*time.Second, 600)
 	refuse(fixed, 10*time.Second, 10*time.Second, 3*time.Second)
-	fixed.announce(time.Minute)
+	fixed.Announce(time.Minute)
 	if fixed.window != 30*time.Second {
 		t.Fatalf("W with limiter.window 30s = %v, want it unchanged", fixed.window)
 	}
 	cfg.Window = MaxWindow + time.Second
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "window") {
 		t.Fatalf("window beyond %v: %v, want an error naming window", MaxWindow, err)
-	}
-}
-
-// Under the adaptive law a 429 that names no wait pauses for a second
-// (and the restart and its backoff follow): a gateway that counts refused
-// requests against the limit (HAProxy's stick tables) is not fed a
-// stream of them. The classic rules do not pause.
-func TestLawPausesWithoutRetryAfter(t *testing.T) {
-	for _, slow := range []bool{true, false} {
-		cfg := DefaultConfig()
-		cfg.SlowStart = slow
-		c, err := NewCore(cfg, t0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := c.Acquire(at(0), 1)
-		c.Advance(at(0.2))
-		c.Observe(at(0.5), at(0.2), a.Units, call.Outcome{Kind: call.Throttle, Status: 429})
-		until, paused := c.PausedUntil()
-		switch {
-		case slow && (!paused || !until.Equal(at(1.5))):
-			t.Fatalf("adaptive law: paused %v until %v, want until 1.5 s", paused, secs(until))
-		case !slow && paused:
-			t.Fatalf("classic rules: paused until %v, want no pause", secs(until))
-		}
 	}
 }
 
@@ -289,8 +262,8 @@ func TestLawStartupMeasure(t *testing.T) {
 }
 
 // refuse tells l of a refusal as a Core with the default max_pause does.
-func refuse(l *law, t, sent, ra time.Duration) bool {
-	return l.refused(t, sent, ra, t+min(max(ra, 0), DefaultConfig().MaxPause))
+func refuse(l *Law, t, sent, ra time.Duration) bool {
+	return l.Refused(t, sent, ra, t+min(max(ra, 0), DefaultConfig().MaxPause))
 }
 
 // A refusal right after a cut's pause measures no span that holds the
@@ -305,8 +278,8 @@ func TestLawPauseIsNoSpan(t *testing.T) {
 	// refusal: startup ends at half the rate, W is 0.89 s, and the pause
 	// runs to 1.9 s.
 	for at := time.Duration(0); at < 900*ms; at += 10 * ms {
-		l.sent(at, 1, false)
-		l.accepted(at, 1)
+		l.Sent(at, 1, false)
+		l.Accepted(at, 1)
 	}
 	if !refuse(l, 900*ms, 890*ms, time.Second) {
 		t.Fatal("the first refusal did not cut")
@@ -315,14 +288,14 @@ func TestLawPauseIsNoSpan(t *testing.T) {
 	// The first call after the pause, sent at 2 s, is refused. The only
 	// span long enough runs from the first refusal's send, 0.89 s, and
 	// holds the pause: 0.1 s of sending.
-	l.sent(2*time.Second, 1, false)
+	l.Sent(2*time.Second, 1, false)
 	if refuse(l, 2050*ms, 2*time.Second, 0) || l.rate != rate {
 		t.Fatalf("a refusal after the pause cut %v to %v, want no cut: the only span is the pause", rate, l.rate)
 	}
 }
 
-// The climb back toward the ceil steps every probeBase across a wide
-// bracket (startup's halving), and every max(probeBase, W) across a narrow
+// The climb back toward the ceil steps every ProbeBase across a wide
+// bracket (startup's halving), and every max(ProbeBase, W) across a narrow
 // one: a window API refuses a step only once its window has filled, so a
 // faster climb runs several steps past the capacity before it hears.
 func TestLawClimbStep(t *testing.T) {
@@ -332,12 +305,12 @@ func TestLawClimbStep(t *testing.T) {
 		window      time.Duration
 		step        time.Duration
 	}{
-		{"wide bracket", 1000, 2000, 10 * time.Second, probeBase},
+		{"wide bracket", 1000, 2000, 10 * time.Second, ProbeBase},
 		{"narrow bracket, W 10 s", 1000, 1200, 10 * time.Second, 10 * time.Second},
-		{"narrow bracket, W 1 s", 1000, 1200, time.Second, probeBase},
+		{"narrow bracket, W 1 s", 1000, 1200, time.Second, ProbeBase},
 	} {
 		l := testLaw(t, ControllerAIMD, 1000)
-		l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, tc.bound, tc.ceil, lawMargin*tc.bound, tc.window, -1
+		l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, tc.bound, tc.ceil, LawMargin*tc.bound, tc.window, -1
 		before := l.rate
 		if l.raise(tc.step-time.Millisecond, l) || l.rate != before {
 			t.Fatalf("%s: climbed before %v", tc.name, tc.step)
@@ -354,14 +327,14 @@ func TestLawClimbStep(t *testing.T) {
 // does not have, and make refusals at the new bound look like noise).
 func TestLawRescaleRecord(t *testing.T) {
 	l := testLaw(t, ControllerAIMD, 1500)
-	l.startup, l.bound, l.ceil, l.rate, l.from, l.window = false, 1500, 1500, lawMargin*1500, 0, time.Minute
+	l.startup, l.bound, l.ceil, l.rate, l.from, l.window = false, 1500, 1500, LawMargin*1500, 0, time.Minute
 	fill(l, 0, 120*time.Second, 1500)
-	l.rescale(2.0/3, 1, 1e9)
+	l.Rescale(2.0/3, 1, 1e9)
 	fill(l, 120*time.Second, 130*time.Second, 1000)
 	if got := l.view(130 * time.Second).got; math.Abs(got-1000) > 20 {
 		t.Fatalf("accepted over the last minute, across a change to 2/3 of the part = %.0f/min, want about 1000", got)
 	}
-	if math.Abs(l.bound-1000) > 1e-9 || math.Abs(l.rate-lawMargin*1000) > 1e-9 {
-		t.Fatalf("bound %v rate %v after the change, want 1000 and %v", l.bound, l.rate, lawMargin*1000)
+	if math.Abs(l.bound-1000) > 1e-9 || math.Abs(l.rate-LawMargin*1000) > 1e-9 {
+		t.Fatalf("bound %v rate %v after the change, want 1000 and %v", l.bound, l.rate, LawMargin*1000)
 	}
 }

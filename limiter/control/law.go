@@ -1,4 +1,4 @@
-package limiter
+package control
 
 import (
 	"math"
@@ -8,27 +8,36 @@ import (
 // The adaptive law (docs/limiter.md, "The adaptive law"): one model of the
 // API's capacity and one rate. The API is taken to accept about C units
 // per window W. The law keeps what the API was seen to accept (bound) and
-// the rate a refusal came at (ceil), paces at lawMargin of the bound, and
+// the rate a refusal came at (ceil), paces at LawMargin of the bound, and
 // probes above it with steps proportional to the rate, less often while
 // probes find nothing more.
 
 // The law's constants; docs/limiter.md has them in one table.
 const (
 	startupInterval = 2 * time.Second        // startup doubles the rate this often
-	lawMargin       = 0.98                   // the rate is this fraction of the bound
-	probeBase       = 4 * time.Second        // the least probe interval
 	probeMaxFactor  = 64                     // the probe interval grows to this many times its base
 	probeStep       = 0.02                   // a probe's step, a fraction of the ceil
 	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure),
 	sameDrop        = 0.25                   // nor one at most this fraction below it: noise, not a new capacity
-	wideBracket     = 1.5                    // a ceil above this many times the bound is climbed to every probeBase; a nearer one every max(probeBase, W)
-	pacerBurst      = 10 * time.Millisecond  // the pacer's bucket, as time at the rate
-	lawRetryAfter   = time.Second            // the pause for a refusal that names no wait
+	wideBracket     = 1.5                    // a ceil above this many times the bound is climbed to every ProbeBase; a nearer one every max(ProbeBase, W)
 	moreSpan        = 16 * time.Second       // the least span that can show more capacity
 	longestSpan     = 128 * time.Second      // the longest power-of-two span the estimate tries
 	binWidth        = 250 * time.Millisecond // the tally's resolution
 	binCount        = 1024                   // the tally's length: 256 s
 )
+
+// LawMargin is the fraction of the bound the law paces at.
+const LawMargin = 0.98
+
+// ProbeBase is the least probe interval.
+const ProbeBase = 4 * time.Second
+
+// PacerBurst is the bucket a Core paces the law's rate with, as time at
+// the rate.
+const PacerBurst = 10 * time.Millisecond
+
+// LawRetryAfter is the pause for a refusal that names no wait.
+const LawRetryAfter = time.Second
 
 // tally is the law's record of the recent past, in bins of binWidth by send
 // time: the units granted and the units the API accepted.
@@ -84,9 +93,11 @@ func (s *tally) sum(v *[binCount]float64, from, to time.Duration) float64 {
 	return sum
 }
 
-// law is the adaptive rule's state: a pure function of the grants, answers
-// and refusals it is told about, with time as an argument.
-type law struct {
+// Law is the adaptive rule's state: a pure function of the grants, answers
+// and refusals it is told about, with time as an argument (an offset from
+// the start of the instance, or of the decision for a fleet). It is not
+// safe for concurrent use.
+type Law struct {
 	// Every grant writes lastSent and a bin of past.sent, and reads from
 	// and past.last: they come first, on the cache line of the first bins.
 	from     time.Duration // the start of the span the next refusal measures; -1: none
@@ -100,7 +111,7 @@ type law struct {
 	refs     [4]time.Duration // the sends of the last refusals, newest first; -1: none
 }
 
-// lawState is the part of the law that a fleet shares (fleet.go): all of
+// lawState is the part of the law that a fleet shares (LawState): all of
 // it but the instance's record of its own sending.
 type lawState struct {
 	rate    float64       // the pacing rate, units per minute
@@ -119,20 +130,22 @@ type lawState struct {
 	wfrom  windowSource  // where W came from
 }
 
-// refusal is what one refusal measured: when its request was sent, the
-// Retry-After (lawRetryAfter when none was named), what the API accepted
-// per minute over the best span (ok: some span was long enough), and the
+// Refusal is what one refusal measured: when its request was sent, the
+// Retry-After (LawRetryAfter when none was named), what the API accepted
+// per minute over the best span (OK: some span was long enough), and the
 // window it shows (0: none).
-type refusal struct {
-	sent, ra time.Duration
-	a        float64
-	ok       bool
-	window   time.Duration
+type Refusal struct {
+	Sent, RetryAfter time.Duration
+	Accepted         float64
+	OK               bool
+	Window           time.Duration
 }
 
-func newLaw(cfg Config, rate, lo, hi float64) *law {
-	l := &law{min: lo, max: hi, cubic: cfg.Controller == ControllerCUBIC, from: -1, refs: noRefs,
-		lawState: lawState{rate: rate, startup: true, hold: probeBase, noise: never, open: never, window: cfg.Window, wfrom: fromRefusal}}
+// NewLaw returns the law of cfg in startup at rate, within the limits lo
+// and hi of this part of the budget.
+func NewLaw(cfg Config, rate, lo, hi float64) *Law {
+	l := &Law{min: lo, max: hi, cubic: cfg.Controller == ControllerCUBIC, from: -1, refs: noRefs,
+		lawState: lawState{rate: rate, startup: true, hold: ProbeBase, noise: never, open: never, window: cfg.Window, wfrom: fromRefusal}}
 	if cfg.Window > 0 {
 		l.wfrom = fromConfig
 	}
@@ -151,13 +164,13 @@ func perMin(units float64, span time.Duration) float64 {
 	return units / span.Seconds() * 60
 }
 
-func (l *law) clamp(r float64) float64 { return math.Min(l.max, math.Max(l.min, r)) }
+func (l *Law) clamp(r float64) float64 { return math.Min(l.max, math.Max(l.min, r)) }
 
-// sent records a grant of u units at t; idle says the bucket was full and
+// Sent records a grant of u units at t; idle says the bucket was full and
 // nobody waited. Sending after an idle gap longer than a second (or four
 // requests' time at the rate) starts a new span: the API's memory of the
 // time before it is not the limiter's to measure.
-func (l *law) sent(t time.Duration, u float64, idle bool) {
+func (l *Law) Sent(t time.Duration, u float64, idle bool) {
 	if l.from < 0 || idle && t-l.lastSent > max(time.Second, time.Duration(4/l.rate*60*float64(time.Second))) {
 		l.from, l.fresh, l.refs = t, true, noRefs
 	}
@@ -165,14 +178,14 @@ func (l *law) sent(t time.Duration, u float64, idle bool) {
 	l.past.addSent(t, u)
 }
 
-// accepted records that the API accepted u units of a request sent at sent.
-func (l *law) accepted(sent time.Duration, u float64) { l.past.addAcc(sent, u) }
+// Accepted records that the API accepted u units of a request sent at sent.
+func (l *Law) Accepted(sent time.Duration, u float64) { l.past.addAcc(sent, u) }
 
 // beyond returns how much longer than a second a Retry-After of ra says
 // the API takes nothing, within MaxWindow, the longest window the law
 // models: an absurd Retry-After must not read as an API that accepts
 // nothing.
-func (l *law) beyond(ra time.Duration) time.Duration {
+func (l *Law) beyond(ra time.Duration) time.Duration {
 	return max(min(ra, MaxWindow)-time.Second, 0)
 }
 
@@ -186,7 +199,7 @@ func (l *law) beyond(ra time.Duration) time.Duration {
 // last cut's pause, when the limiter sent nothing by its own choice, is
 // taken out. Spans shorter than the window are not tried. ok is false
 // when no span is.
-func (l *law) estimate(sent, ra time.Duration) (a float64, ok bool) {
+func (l *Law) estimate(sent, ra time.Duration) (a float64, ok bool) {
 	extra := l.beyond(ra)
 	try := func(from time.Duration) {
 		d := sent - from
@@ -213,60 +226,60 @@ func (l *law) estimate(sent, ra time.Duration) (a float64, ok bool) {
 	return a, ok
 }
 
-// refused applies a refusal at t of a request sent at sent, with the
+// Refused applies a refusal at t of a request sent at sent, with the
 // Retry-After ra (0: none), after which the limiter sends again at resume
 // (the end of the pause max_pause allows). It returns whether the rate
 // changed.
-func (l *law) refused(t, sent, ra, resume time.Duration) bool {
+func (l *Law) Refused(t, sent, ra, resume time.Duration) bool {
 	if sent < l.open { // open is never before cut
 		// One of the refusals the last cut answered, or a request sent
 		// before the API said it would take more (a pause shorter than
 		// its Retry-After, capped by max_pause): the same overshoot.
 		return false
 	}
-	if !l.decide(t, l.measure(sent, ra)) {
+	if !l.Decide(t, l.Measure(sent, ra)) {
 		return false
 	}
-	l.afterCut(sent, resume)
+	l.AfterCut(sent, resume)
 	return true
 }
 
-// measure reads the record for a refusal of a request sent at sent with
+// Measure reads the record for a refusal of a request sent at sent with
 // the Retry-After ra: what the API accepted (estimate) and, at the first
 // refusal after an idle start, the window: the time since sending began,
 // and the wait beyond a second.
-func (l *law) measure(sent, ra time.Duration) refusal {
-	m := refusal{sent: sent, ra: ra}
-	m.a, m.ok = l.estimate(sent, ra)
-	if m.ok && l.fresh {
-		m.window = min(sent-l.from+l.beyond(ra), MaxWindow)
+func (l *Law) Measure(sent, ra time.Duration) Refusal {
+	m := Refusal{Sent: sent, RetryAfter: ra}
+	m.Accepted, m.OK = l.estimate(sent, ra)
+	if m.OK && l.fresh {
+		m.Window = min(sent-l.from+l.beyond(ra), MaxWindow)
 	}
 	l.fresh = false
 	return m
 }
 
-// afterCut starts the next span at resume, after a cut by a refusal of a
+// AfterCut starts the next span at resume, after a cut by a refusal of a
 // request sent at sent: the API was full then.
-func (l *law) afterCut(sent, resume time.Duration) {
+func (l *Law) AfterCut(sent, resume time.Duration) {
 	copy(l.refs[1:], l.refs[:])
 	l.refs[0] = sent
 	l.from = resume
 }
 
-// decide applies a refusal at t that measured m to the shared state, and
+// Decide applies a refusal at t that measured m to the shared state, and
 // returns whether it cut the rate.
-func (l *law) decide(t time.Duration, m refusal) bool {
-	if m.sent < l.open {
+func (l *Law) Decide(t time.Duration, m Refusal) bool {
+	if m.Sent < l.open {
 		return false // see refused
 	}
-	if m.window > 0 && l.wfrom == fromRefusal {
-		l.window = m.window
+	if m.Window > 0 && l.wfrom == fromRefusal {
+		l.window = m.Window
 	}
-	prev, a := l.rate, m.a
+	prev, a := l.rate, m.Accepted
 	switch {
-	case !m.ok && l.bound > 0:
+	case !m.OK && l.bound > 0:
 		a = l.bound
-	case !m.ok:
+	case !m.OK:
 		a = prev / 2
 	}
 	c, ceil := prev, prev
@@ -278,15 +291,15 @@ func (l *law) decide(t time.Duration, m refusal) bool {
 		c, ceil = a, a
 	case l.startup:
 		c = prev / 2 // the rate before the last doubling
-	case a < 0.99*prev && prev > lawMargin*l.bound*1.001 && prev < lawMargin*l.ceil*0.995:
+	case a < 0.99*prev && prev > LawMargin*l.bound*1.001 && prev < LawMargin*l.ceil*0.995:
 		// Refused climbing back toward the ceil: the API took the bound,
 		// and a span's average over the climb understates it.
 		c = math.Max(a, l.bound)
 	case a < 0.99*prev:
 		c = a // refused above what the API accepted
-	case prev > lawMargin*l.bound*1.001:
+	case prev > LawMargin*l.bound*1.001:
 		c = math.Min(l.bound, prev) // refused while probing: back below the bound
-	case t-l.cut < max(probeBase, l.window) || t-l.noise >= l.hold:
+	case t-l.cut < max(ProbeBase, l.window) || t-l.noise >= l.hold:
 		// Refused at the bound, with the API seen to accept the rate:
 		// a window's echo of an overshoot, or one burst or jitter in a
 		// probe interval. The pause is all.
@@ -294,17 +307,17 @@ func (l *law) decide(t time.Duration, m refusal) bool {
 		return false
 	}
 	l.noise = t
-	base := max(probeBase, l.window)
+	base := max(ProbeBase, l.window)
 	if l.bound > 0 && c <= (1+sameBound)*l.bound && c >= (1-sameDrop)*l.bound {
-		l.hold = min(max(2*l.hold, base), max(probeMaxFactor*probeBase, 4*base))
+		l.hold = min(max(2*l.hold, base), max(probeMaxFactor*ProbeBase, 4*base))
 	} else {
 		l.hold = base
 	}
 	l.bound, l.ceil = c, ceil
 	l.startup = false
-	l.rate = l.clamp(lawMargin * c)
+	l.rate = l.clamp(LawMargin * c)
 	l.cut, l.moved, l.probes = t, t, 0
-	l.open = t + min(max(m.ra, 0), MaxWindow)
+	l.open = t + min(max(m.RetryAfter, 0), MaxWindow)
 	return true
 }
 
@@ -320,32 +333,50 @@ type viewer interface{ view(t time.Duration) view }
 
 func (v *view) view(time.Duration) view { return *v }
 
-func (l *law) view(t time.Duration) view {
+func (l *Law) view(t time.Duration) view {
 	v := view{got: -1, sent: -1}
 	if span := max(moreSpan, l.window); t-span >= l.from {
 		v.got = perMin(l.past.sum(&l.past.acc, t-span, t), span)
 	}
-	if t >= startupInterval {
-		v.sent = perMin(l.past.sum(&l.past.sent, t-startupInterval, t), startupInterval)
-	}
+	v.sent = l.SentRate(t)
 	return v
+}
+
+// SentRate returns what was sent over the last startupInterval before t,
+// per minute of this part; -1 before the first.
+func (l *Law) SentRate(t time.Duration) float64 {
+	if t < startupInterval {
+		return -1
+	}
+	return perMin(l.past.sum(&l.past.sent, t-startupInterval, t), startupInterval)
+}
+
+// Raise is called at t when a request that waited was accepted, with the
+// law's own record. It returns whether the rate changed.
+func (l *Law) Raise(t time.Duration) bool { return l.raise(t, l) }
+
+// RaiseOn is Raise with what a worker saw instead of the law's record:
+// got, what the API accepted lately (-1: not known), and sent, what was
+// sent over the last 2 s (-1: not known), per minute of this part.
+func (l *Law) RaiseOn(t time.Duration, got, sent float64) bool {
+	return l.raise(t, &view{got: got, sent: sent})
 }
 
 // raise is called at t when a request that waited was accepted; rec gives
 // what the record shows then. It returns whether the rate changed.
-func (l *law) raise(t time.Duration, rec viewer) bool {
+func (l *Law) raise(t time.Duration, rec viewer) bool {
 	if l.startup {
 		return l.double(t, rec)
 	}
-	climbing := l.rate < lawMargin*l.ceil*0.995
+	climbing := l.rate < LawMargin*l.ceil*0.995
 	hold := l.hold
 	if climbing {
 		// A wide bracket (startup's halving) is crossed fast; in a narrow
 		// one each step waits a window, so that the API has seen it before
 		// the next: a window refuses late.
-		hold = probeBase
+		hold = ProbeBase
 		if l.ceil < wideBracket*l.bound {
-			hold = max(probeBase, l.window)
+			hold = max(ProbeBase, l.window)
 		}
 	}
 	if t-l.moved < hold {
@@ -354,12 +385,12 @@ func (l *law) raise(t time.Duration, rec viewer) bool {
 	// What the API accepted lately, when it is more than the bound, moves
 	// the bound up and restarts the probes from it.
 	if got := rec.view(t).got; got > (1+probeStep)*l.bound {
-		l.bound, l.probes, l.hold = got, 0, probeBase
+		l.bound, l.probes, l.hold = got, 0, ProbeBase
 	}
 	l.bound = math.Max(l.bound, l.rate) // held for the probe interval without a refusal
 	var next float64
 	if climbing {
-		next = math.Min(lawMargin*l.ceil, math.Min(1.25*l.rate, (l.rate+l.ceil)/2))
+		next = math.Min(LawMargin*l.ceil, math.Min(1.25*l.rate, (l.rate+l.ceil)/2))
 	} else {
 		l.probes++
 		x := float64(l.probes)
@@ -367,7 +398,7 @@ func (l *law) raise(t time.Duration, rec viewer) bool {
 		if l.cubic {
 			f = x * x * x / 16
 		}
-		next = l.ceil * (lawMargin + probeStep*f)
+		next = l.ceil * (LawMargin + probeStep*f)
 	}
 	next = l.clamp(math.Max(next, l.rate))
 	l.moved = t
@@ -381,7 +412,7 @@ func (l *law) raise(t time.Duration, rec viewer) bool {
 // double is startup's raise: ×2 every startupInterval, at most twice what
 // was sent in the last interval, so the rate does not run ahead of the
 // demand.
-func (l *law) double(t time.Duration, rec viewer) bool {
+func (l *Law) double(t time.Duration, rec viewer) bool {
 	if t-l.moved < startupInterval {
 		return false
 	}
@@ -397,11 +428,11 @@ func (l *law) double(t time.Duration, rec viewer) bool {
 	return true
 }
 
-// rescale scales the law's rates by f when the instance's part of the
+// Rescale scales the law's rates by f when the instance's part of the
 // budget changes, with the part's new limits. The record is scaled too:
 // what the API accepted of the old part is what it would have accepted of
 // the new one, so that the spans across the change measure the new part.
-func (l *law) rescale(f, lo, hi float64) {
+func (l *Law) Rescale(f, lo, hi float64) {
 	l.min, l.max = lo, hi
 	l.rate = l.clamp(l.rate * f)
 	l.bound *= f
@@ -412,25 +443,25 @@ func (l *law) rescale(f, lo, hi float64) {
 	}
 }
 
-// limits sets the rate's limits for this part of the budget.
-func (l *law) limits(lo, hi float64) {
+// Limits sets the rate's limits for this part of the budget.
+func (l *Law) Limits(lo, hi float64) {
 	l.min, l.max = lo, hi
 	l.rate = l.clamp(l.rate)
 }
 
-// quota applies a limit the API announced at t, q units per minute for
+// Quota applies a limit the API announced at t, q units per minute for
 // this part: it is what the API accepts, so it is both bounds and the
 // rate, and the probes above it are clamped by the limits.
-func (l *law) quota(t time.Duration, q float64) {
+func (l *Law) Quota(t time.Duration, q float64) {
 	l.startup = false
 	l.bound, l.ceil = q, q
 	l.rate = l.clamp(q)
 	l.moved, l.probes = t, 0
 }
 
-// announce sets W to a window the API announced (a quota header's window
+// Announce sets W to a window the API announced (a quota header's window
 // or reset), unless the config set one.
-func (l *law) announce(w time.Duration) {
+func (l *Law) Announce(w time.Duration) {
 	if w > 0 && l.wfrom != fromConfig {
 		l.window, l.wfrom = min(w, MaxWindow), fromHeaders
 	}

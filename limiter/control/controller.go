@@ -1,4 +1,4 @@
-package limiter
+package control
 
 import (
 	"math"
@@ -168,9 +168,9 @@ func (r *Rules) Raise(a *Adapt, now time.Time, waited bool) bool {
 	return true
 }
 
-// factor returns what a rate of part p becomes in part to: old Instances /
+// Factor returns what a rate of part p becomes in part to: old Instances /
 // new Instances when both are counts, else new Share / old Share.
-func (p Part) factor(to Part) float64 {
+func (p Part) Factor(to Part) float64 {
 	if to.Instances > 0 && p.Instances > 0 {
 		return float64(p.Instances) / float64(to.Instances)
 	}
@@ -183,7 +183,7 @@ func (p Part) factor(to Part) float64 {
 // Instances / new Instances when both are counts, else new Share / old
 // Share.
 func (r *Rules) SetPart(a *Adapt, p Part) {
-	f := r.part.factor(p)
+	f := r.part.Factor(p)
 	r.part = p
 	r.bounds()
 	a.WMax *= f

@@ -1,0 +1,32 @@
+package limiter
+
+import (
+	"testing"
+
+	"github.com/sluicehq/sluice/call"
+)
+
+// Under the adaptive law a 429 that names no wait pauses for a second
+// (and the restart and its backoff follow): a gateway that counts refused
+// requests against the limit (HAProxy's stick tables) is not fed a
+// stream of them. The classic rules do not pause.
+func TestLawPausesWithoutRetryAfter(t *testing.T) {
+	for _, slow := range []bool{true, false} {
+		cfg := DefaultConfig()
+		cfg.SlowStart = slow
+		c, err := NewCore(cfg, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := c.Acquire(at(0), 1)
+		c.Advance(at(0.2))
+		c.Observe(at(0.5), at(0.2), a.Units, call.Outcome{Kind: call.Throttle, Status: 429})
+		until, paused := c.PausedUntil()
+		switch {
+		case slow && (!paused || !until.Equal(at(1.5))):
+			t.Fatalf("adaptive law: paused %v until %v, want until 1.5 s", paused, secs(until))
+		case !slow && paused:
+			t.Fatalf("classic rules: paused until %v, want no pause", secs(until))
+		}
+	}
+}
