@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // Shared state is input. What a worker reads from a bucket was written by
@@ -64,8 +65,8 @@ type reading struct {
 // decodeFleetState decodes a stored fleet state. A literal null, an empty
 // value and anything that is not a JSON object of the state are no state
 // (false).
-func decodeFleetState(data []byte) (limiter.FleetState, error) {
-	var s limiter.FleetState
+func decodeFleetState(data []byte) (fleet.State, error) {
+	var s fleet.State
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return s, fmt.Errorf("not a JSON object: %.32q", data)
@@ -95,7 +96,7 @@ func decodeFleetState(data []byte) (limiter.FleetState, error) {
 //   - With the adaptive law (slow_start) the state has the law's part
 //     (without, the law goes on from the rate); with the classic rules it
 //     has none.
-func checkFleetState(s limiter.FleetState, r reading) (limiter.FleetState, []problem) {
+func checkFleetState(s fleet.State, r reading) (fleet.State, []problem) {
 	var ps []problem
 	bad := func(field, format string, args ...any) { ps = append(ps, problem{field, fmt.Sprintf(format, args...)}) }
 	past := func(field string, t *time.Time) {

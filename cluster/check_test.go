@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // Each rule of checkFleetState, by what the value means: a table of
@@ -18,56 +19,56 @@ func TestCheckFleetState(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	cfg := limiter.DefaultConfig()
 	cfg.SlowStart = false
-	valid := limiter.FleetState{Adapt: control.Adapt{Rate: 3000, Throttled: true, LastCut: t0.Add(-time.Minute),
+	valid := fleet.State{Adapt: control.Adapt{Rate: 3000, Throttled: true, LastCut: t0.Add(-time.Minute),
 		IncClock: t0.Add(-10 * time.Second), WMax: 4000, CutTime: t0.Add(-time.Minute), K: 20},
 		PausedUntil: t0.Add(20 * time.Second), Seen: t0.Add(-time.Second)}
 	r := reading{now: t0, cfg: cfg, accepted: 3100}
 	for _, c := range []struct {
 		name   string
-		edit   func(*limiter.FleetState)
+		edit   func(*fleet.State)
 		r      func(*reading)
 		fields string // the fields reported, in order
-		want   func(*limiter.FleetState)
+		want   func(*fleet.State)
 	}{
 		{name: "valid"},
-		{name: "seen within the skew", edit: func(s *limiter.FleetState) { s.Seen = t0.Add(maxSkew) }},
-		{name: "seen a day ahead: a fast clock", edit: func(s *limiter.FleetState) { s.Seen = t0.Add(24 * time.Hour) },
-			fields: "seen", want: func(s *limiter.FleetState) { s.Seen = t0 }},
-		{name: "clocks ahead", edit: func(s *limiter.FleetState) {
+		{name: "seen within the skew", edit: func(s *fleet.State) { s.Seen = t0.Add(maxSkew) }},
+		{name: "seen a day ahead: a fast clock", edit: func(s *fleet.State) { s.Seen = t0.Add(24 * time.Hour) },
+			fields: "seen", want: func(s *fleet.State) { s.Seen = t0 }},
+		{name: "clocks ahead", edit: func(s *fleet.State) {
 			s.LastCut, s.IncClock, s.CutTime = t0.Add(time.Hour), t0.Add(time.Hour), t0.Add(time.Hour)
-		}, fields: "last_cut inc_clock cut_time", want: func(s *limiter.FleetState) { s.LastCut, s.IncClock, s.CutTime = t0, t0, t0 }},
-		{name: "a pause of max_pause", edit: func(s *limiter.FleetState) { s.PausedUntil = t0.Add(cfg.MaxPause) }},
-		{name: "a pause a day ahead", edit: func(s *limiter.FleetState) { s.PausedUntil = t0.Add(24 * time.Hour) },
-			fields: "paused_until", want: func(s *limiter.FleetState) { s.PausedUntil = time.Time{} }},
+		}, fields: "last_cut inc_clock cut_time", want: func(s *fleet.State) { s.LastCut, s.IncClock, s.CutTime = t0, t0, t0 }},
+		{name: "a pause of max_pause", edit: func(s *fleet.State) { s.PausedUntil = t0.Add(cfg.MaxPause) }},
+		{name: "a pause a day ahead", edit: func(s *fleet.State) { s.PausedUntil = t0.Add(24 * time.Hour) },
+			fields: "paused_until", want: func(s *fleet.State) { s.PausedUntil = time.Time{} }},
 		{name: "a pause beyond a shorter max_pause", r: func(r *reading) { r.cfg.MaxPause = time.Second },
-			fields: "paused_until", want: func(s *limiter.FleetState) { s.PausedUntil = time.Time{} }},
-		{name: "rate NaN", edit: func(s *limiter.FleetState) { s.Rate = math.NaN() },
-			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 600 }},
-		{name: "rate below min", edit: func(s *limiter.FleetState) { s.Rate = -5 },
-			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 60 }},
-		{name: "rate +Inf", edit: func(s *limiter.FleetState) { s.Rate = math.Inf(1) },
-			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 31000 }},
-		{name: "rate 1e308", edit: func(s *limiter.FleetState) { s.Rate = 1e308 },
-			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 31000 }},
-		{name: "rate 10 times the measured quota", edit: func(s *limiter.FleetState) { s.Rate = 31000 }},
-		{name: "rate above 10 times the quota", edit: func(s *limiter.FleetState) { s.Rate = 40000 },
-			fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 31000 }},
-		{name: "rate above 10 times the quota, the fleet accepting more", edit: func(s *limiter.FleetState) { s.Rate = 40000 },
+			fields: "paused_until", want: func(s *fleet.State) { s.PausedUntil = time.Time{} }},
+		{name: "rate NaN", edit: func(s *fleet.State) { s.Rate = math.NaN() },
+			fields: "rate", want: func(s *fleet.State) { s.Rate = 600 }},
+		{name: "rate below min", edit: func(s *fleet.State) { s.Rate = -5 },
+			fields: "rate", want: func(s *fleet.State) { s.Rate = 60 }},
+		{name: "rate +Inf", edit: func(s *fleet.State) { s.Rate = math.Inf(1) },
+			fields: "rate", want: func(s *fleet.State) { s.Rate = 31000 }},
+		{name: "rate 1e308", edit: func(s *fleet.State) { s.Rate = 1e308 },
+			fields: "rate", want: func(s *fleet.State) { s.Rate = 31000 }},
+		{name: "rate 10 times the measured quota", edit: func(s *fleet.State) { s.Rate = 31000 }},
+		{name: "rate above 10 times the quota", edit: func(s *fleet.State) { s.Rate = 40000 },
+			fields: "rate", want: func(s *fleet.State) { s.Rate = 31000 }},
+		{name: "rate above 10 times the quota, the fleet accepting more", edit: func(s *fleet.State) { s.Rate = 40000 },
 			r: func(r *reading) { r.accepted = 5000 }},
-		{name: "rate doubled from the one held", edit: func(s *limiter.FleetState) { s.Rate = 40000 },
+		{name: "rate doubled from the one held", edit: func(s *fleet.State) { s.Rate = 40000 },
 			r: func(r *reading) { r.held = 20000 }},
-		{name: "rate more than doubled from the one held", edit: func(s *limiter.FleetState) { s.Rate = 1e6 },
-			r: func(r *reading) { r.held = 20000 }, fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 40000 }},
-		{name: "nothing measured: 10 times the initial rate", edit: func(s *limiter.FleetState) { s.Rate = 1e9 },
-			r: func(r *reading) { r.accepted = 0 }, fields: "rate", want: func(s *limiter.FleetState) { s.Rate = 6000 }},
-		{name: "a law with the classic rules", edit: func(s *limiter.FleetState) { s.Law = &control.LawState{Rate: 3000} },
-			fields: "law", want: func(s *limiter.FleetState) { s.Law = nil }},
-		{name: "w_max negative", edit: func(s *limiter.FleetState) { s.WMax = -1 },
-			fields: "w_max", want: func(s *limiter.FleetState) { s.WMax = 3000 }},
-		{name: "k infinite", edit: func(s *limiter.FleetState) { s.K = math.Inf(1) },
-			fields: "k", want: func(s *limiter.FleetState) { s.K = 0 }},
-		{name: "k beyond a cut at max", edit: func(s *limiter.FleetState) { s.K = 1e6 },
-			fields: "k", want: func(s *limiter.FleetState) { s.K = 0 }},
+		{name: "rate more than doubled from the one held", edit: func(s *fleet.State) { s.Rate = 1e6 },
+			r: func(r *reading) { r.held = 20000 }, fields: "rate", want: func(s *fleet.State) { s.Rate = 40000 }},
+		{name: "nothing measured: 10 times the initial rate", edit: func(s *fleet.State) { s.Rate = 1e9 },
+			r: func(r *reading) { r.accepted = 0 }, fields: "rate", want: func(s *fleet.State) { s.Rate = 6000 }},
+		{name: "a law with the classic rules", edit: func(s *fleet.State) { s.Law = &control.LawState{Rate: 3000} },
+			fields: "law", want: func(s *fleet.State) { s.Law = nil }},
+		{name: "w_max negative", edit: func(s *fleet.State) { s.WMax = -1 },
+			fields: "w_max", want: func(s *fleet.State) { s.WMax = 3000 }},
+		{name: "k infinite", edit: func(s *fleet.State) { s.K = math.Inf(1) },
+			fields: "k", want: func(s *fleet.State) { s.K = 0 }},
+		{name: "k beyond a cut at max", edit: func(s *fleet.State) { s.K = 1e6 },
+			fields: "k", want: func(s *fleet.State) { s.K = 0 }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in, rr, want := valid, r, valid
@@ -108,7 +109,7 @@ func TestCheckFleetLaw(t *testing.T) {
 	law := control.LawState{Rate: 2940, Moved: t0.Add(-4 * time.Second), Probes: 2, Hold: 8 * time.Second, Bound: 3000, Ceil: 3100,
 		Cut: t0.Add(-time.Minute), Open: t0.Add(-30 * time.Second), Noise: t0.Add(-10 * time.Second), Window: time.Minute,
 		From: "refusal", Full: t0.Add(-61 * time.Second)}
-	valid := limiter.FleetState{Adapt: control.Adapt{Rate: 2940, Throttled: true, LastCut: law.Cut, IncClock: law.Moved},
+	valid := fleet.State{Adapt: control.Adapt{Rate: 2940, Throttled: true, LastCut: law.Cut, IncClock: law.Moved},
 		Law: &law, Seen: t0.Add(-time.Second)}
 	r := reading{now: t0, cfg: cfg}
 	for _, c := range []struct {
@@ -167,7 +168,7 @@ func TestCheckFleetLaw(t *testing.T) {
 	}
 	// A state with no law, while slow_start is on (written by a worker
 	// alone, or an old version), is reported; the law goes on from its
-	// rate (FleetRules).
+	// rate (fleet.Rules).
 	s := valid
 	s.Law = nil
 	got, ps := checkFleetState(s, r)

@@ -65,13 +65,13 @@
 //
 // A Fleet (OpenFleet, Run) makes all workers of a budget run on one
 // adaptive rate instead of N controllers of their own. Its state
-// (limiter.FleetState: the adaptive law's state for the whole budget, all
+// (fleet.State: the adaptive law's state for the whole budget, all
 // of it but each worker's record, or the classic rules' control.Adapt;
 // the fleet's pause; and when a worker last wrote it) is the key "fleet" of
 // the bucket FleetBucket(Config.Bucket), which has no max age so that the
 // rate outlives the workers. Every change is a compare-and-set on the key's
 // revision: a worker reads the state, applies the limiter's own law
-// (limiter.FleetRules: the adaptive law for the whole budget, or the
+// (fleet.Rules: the adaptive law for the whole budget, or the
 // classic rules with slow_start false) to it, and writes it only if nobody
 // wrote meanwhile; otherwise it reads again and decides again. So the
 // decisions of many workers are taken one after the other on the latest

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // fleetKey is the key of the fleet's state in the fleet bucket.
@@ -43,7 +44,7 @@ type FleetConfig struct {
 
 func (c FleetConfig) withDefaults() FleetConfig {
 	if c.Remember == 0 {
-		c.Remember = limiter.DefaultRemember
+		c.Remember = fleet.DefaultRemember
 	}
 	if c.Refresh == 0 {
 		c.Refresh = DefaultTTL / 3
@@ -52,13 +53,13 @@ func (c FleetConfig) withDefaults() FleetConfig {
 }
 
 // Fleet runs one adaptive rate for all the workers that share a budget: the
-// limiter's rules applied to a limiter.FleetState in the fleet bucket, written only
+// limiter's rules applied to a fleet.State in the fleet bucket, written only
 // with compare-and-set on the key's revision, so that concurrent decisions
 // of many workers never compound. See the package documentation.
 type Fleet struct {
 	js    jetstream.JetStream
 	cfg   FleetConfig
-	rules limiter.FleetRules
+	rules fleet.Rules
 	m     *Membership // heartbeats saying when the others waited; nil for none
 	set   settings
 	input *inputLog
@@ -67,7 +68,7 @@ type Fleet struct {
 	mu    sync.Mutex
 	kv    jetstream.KeyValue // the bucket; opened again when it was deleted
 	gen   uint64             // counts the openings of kv
-	state limiter.FleetState
+	state fleet.State
 	rev   uint64 // the state's revision in the bucket; 0 if absent
 	// replace: the stored state broke a rule (checkFleetState), is
 	// unreadable or absent; the next step writes the one held.
@@ -77,9 +78,9 @@ type Fleet struct {
 	badPause   time.Time
 	online     bool
 	lim        Follower
-	phase      float64                // this worker's phase in [0, 1) at the end of a fleet pause
-	delay      time.Duration          // how long the last write of the state took
-	pending    limiter.ThrottleReport // throttles not yet applied, coalesced
+	phase      float64       // this worker's phase in [0, 1) at the end of a fleet pause
+	delay      time.Duration // how long the last write of the state took
+	pending    fleet.Report  // throttles not yet applied, coalesced
 	hasPending bool
 	kick       chan struct{}
 }
@@ -98,7 +99,7 @@ func OpenFleet(ctx context.Context, js jetstream.JetStream, cfg FleetConfig, m *
 		return nil, err
 	}
 	f := &Fleet{js: js, kv: kv, cfg: cfg, m: m, set: newSettings(opts), online: true, kick: make(chan struct{}, 1), phase: rand.Float64(),
-		rules: limiter.NewFleetRules(cfg.Limiter, cfg.Remember, cfg.Refresh)}
+		rules: fleet.NewRules(cfg.Limiter, cfg.Remember, cfg.Refresh)}
 	f.input, f.clock = newInputLog(f.set), time.Now
 	if err := f.reload(ctx); err != nil {
 		return nil, err
@@ -106,7 +107,7 @@ func OpenFleet(ctx context.Context, js jetstream.JetStream, cfg FleetConfig, m *
 	remembered := f.rev != 0 && time.Since(f.state.Seen) < cfg.Remember
 	// The state resumed is written when the rules start a new one, when
 	// they clamp the rate, and when the stored one broke a rule.
-	err = f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) {
+	err = f.update(ctx, func(s fleet.State) (fleet.State, bool) {
 		ns, changed := f.rules.Resume(s, time.Now())
 		return ns, changed || ns != s || f.replacing()
 	})
@@ -137,7 +138,7 @@ func openFleetBucket(ctx context.Context, js jetstream.JetStream, name string) (
 }
 
 // State returns the fleet state as this worker last saw it.
-func (f *Fleet) State() limiter.FleetState {
+func (f *Fleet) State() fleet.State {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.state
@@ -163,7 +164,7 @@ func (f *Fleet) Online() bool {
 // Report takes a throttle the worker's limiter observed (it is the
 // limiter's throttle hook, limiter.WithThrottleHook). Reports are
 // coalesced and applied to the fleet by Run; it never blocks.
-func (f *Fleet) Report(r limiter.ThrottleReport) {
+func (f *Fleet) Report(r fleet.Report) {
 	f.mu.Lock()
 	if !f.hasPending {
 		f.pending, f.hasPending = r, true
@@ -315,7 +316,7 @@ func (f *Fleet) attach(lim Follower) {
 }
 
 // followLocked makes the limiter follow the state, ending the fleet's
-// pause at this worker's phase (limiter.FleetRules.PauseEnd).
+// pause at this worker's phase (fleet.Rules.PauseEnd).
 func (f *Fleet) followLocked() {
 	f.lim.Follow(f.state, f.rules.PauseEnd(f.state, f.lim.Part(), f.phase))
 }
@@ -340,10 +341,10 @@ func (f *Fleet) step(ctx context.Context, now time.Time, tick bool) {
 	f.mu.Unlock()
 	if has {
 		acc := f.accepted(lim)
-		err := f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) {
+		err := f.update(ctx, func(s fleet.State) (fleet.State, bool) {
 			ns, changed, _ := f.rules.Throttle(s, r, acc)
 			return ns, changed
-		}, func(before, after limiter.FleetState) {
+		}, func(before, after fleet.State) {
 			if after.LastCut.After(before.LastCut) || !before.Throttled && after.Throttled {
 				f.set.metrics.fleetCut()
 				f.set.log.Info("cluster: fleet rate cut", "from", before.Rate, "to", after.Rate)
@@ -357,21 +358,21 @@ func (f *Fleet) step(ctx context.Context, now time.Time, tick bool) {
 	if !tick {
 		return
 	}
-	if f.replacing() && f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) { return s, f.replacing() }) != nil {
+	if f.replacing() && f.update(ctx, func(s fleet.State) (fleet.State, bool) { return s, f.replacing() }) != nil {
 		return
 	}
 	if lim == nil {
 		return
 	}
-	v := limiter.FleetView{LastWait: f.lastWait(lim), Sent: lim.Sent(), Accepted: f.accepted(lim), Delay: f.Delay()}
-	if f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) { return f.rules.Raise(s, now, v) }) != nil {
+	v := fleet.View{LastWait: f.lastWait(lim), Sent: lim.Sent(), Accepted: f.accepted(lim), Delay: f.Delay()}
+	if f.update(ctx, func(s fleet.State) (fleet.State, bool) { return f.rules.Raise(s, now, v) }) != nil {
 		return
 	}
-	_ = f.update(ctx, func(s limiter.FleetState) (limiter.FleetState, bool) { return f.rules.Touch(s, now) })
+	_ = f.update(ctx, func(s fleet.State) (fleet.State, bool) { return f.rules.Touch(s, now) })
 }
 
 // requeue puts back a throttle that could not be applied.
-func (f *Fleet) requeue(r limiter.ThrottleReport) {
+func (f *Fleet) requeue(r fleet.Report) {
 	f.mu.Lock()
 	has := f.hasPending
 	f.mu.Unlock()
@@ -422,7 +423,7 @@ func (f *Fleet) accepted(lim Follower) float64 {
 // a conflict takes the worker offline.
 // done, if given, is called with the state before and after a successful
 // write.
-func (f *Fleet) update(ctx context.Context, fn func(limiter.FleetState) (limiter.FleetState, bool), done ...func(before, after limiter.FleetState)) error {
+func (f *Fleet) update(ctx context.Context, fn func(fleet.State) (fleet.State, bool), done ...func(before, after fleet.State)) error {
 	for range maxConflicts {
 		f.mu.Lock()
 		s, rev := f.state, f.rev
@@ -540,7 +541,7 @@ func (f *Fleet) follower() Follower {
 
 // apply makes s, written by this worker at revision rev, the state, if rev
 // is newer, and has the limiter follow it while online.
-func (f *Fleet) apply(s limiter.FleetState, rev uint64) {
+func (f *Fleet) apply(s fleet.State, rev uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if rev <= f.rev {

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
@@ -39,7 +40,7 @@ func newCoreLimiter(t *testing.T, cfg limiter.Config, now time.Time) *coreLimite
 	return &coreLimiter{core: c, now: now}
 }
 
-func (l *coreLimiter) Follow(s limiter.FleetState, until time.Time) {
+func (l *coreLimiter) Follow(s fleet.State, until time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.core.Follow(l.now, s, until)
@@ -91,8 +92,8 @@ func openFleet(t *testing.T, url string, cfg FleetConfig, m *Membership, opts ..
 	return f
 }
 
-func wholeReport(now time.Time, ra time.Duration) limiter.ThrottleReport {
-	return limiter.ThrottleReport{At: now, Sent: now.Add(-50 * time.Millisecond), RetryAfter: ra, Measured: -1, Accepted: -1,
+func wholeReport(now time.Time, ra time.Duration) fleet.Report {
+	return fleet.Report{At: now, Sent: now.Add(-50 * time.Millisecond), RetryAfter: ra, Measured: -1, Accepted: -1,
 		Part: control.Part{Share: 0.05, Instances: 20}}
 }
 
@@ -232,7 +233,7 @@ func TestFleetRemember(t *testing.T) {
 	}
 	store := func(age time.Duration) {
 		t.Helper()
-		s := limiter.FleetState{Adapt: control.Adapt{Rate: 5000, Throttled: true}, Seen: time.Now().Add(-age)}
+		s := fleet.State{Adapt: control.Adapt{Rate: 5000, Throttled: true}, Seen: time.Now().Add(-age)}
 		data, _ := json.Marshal(s)
 		if _, err := kv.Put(t.Context(), fleetKey, data); err != nil {
 			t.Fatal(err)
@@ -260,7 +261,7 @@ func TestFleetRemember(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var s limiter.FleetState
+			var s fleet.State
 			_ = json.Unmarshal(e.Value(), &s)
 			if s.Rate != 600 || time.Since(s.Seen) > time.Minute {
 				t.Errorf("stored after a stale start: %+v, want a new state at 600", s)

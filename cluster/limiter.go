@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // Limiter is the worker's own limiter as the cluster drives it:
@@ -27,7 +28,7 @@ type Follower interface {
 	LastWait() time.Time
 	// Follow runs the limiter on the fleet's state, at its share, paused
 	// until pausedUntil if that is later than its own pause.
-	Follow(fleet limiter.FleetState, pausedUntil time.Time)
+	Follow(fleet fleet.State, pausedUntil time.Time)
 	// Lead runs the limiter's own rules again, from the last fleet state.
 	Lead()
 	// Sent returns what this worker sent lately, for the whole budget

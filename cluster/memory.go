@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // Memory remembers the rate of a worker that runs alone on its own rules
@@ -24,7 +25,7 @@ type Memory struct {
 	kv    jetstream.KeyValue
 	cfg   FleetConfig
 	log   *slog.Logger
-	state limiter.FleetState
+	state fleet.State
 	found bool
 }
 
@@ -101,7 +102,7 @@ func (m *Memory) Run(ctx context.Context, state func() control.Adapt) error {
 }
 
 func (m *Memory) write(ctx context.Context, a control.Adapt, now time.Time) error {
-	data, err := json.Marshal(limiter.FleetState{Adapt: a, Seen: now})
+	data, err := json.Marshal(fleet.State{Adapt: a, Seen: now})
 	if err != nil {
 		return err
 	}

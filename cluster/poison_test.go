@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // fleetBucketKV opens the fleet bucket of cfg on a connection of its own,
@@ -27,7 +28,7 @@ func fleetBucketKV(t *testing.T, url string, cfg FleetConfig) jetstream.KeyValue
 	return kv
 }
 
-func putState(t *testing.T, kv jetstream.KeyValue, s limiter.FleetState) uint64 {
+func putState(t *testing.T, kv jetstream.KeyValue, s fleet.State) uint64 {
 	t.Helper()
 	data, err := json.Marshal(s)
 	if err != nil {
@@ -45,7 +46,7 @@ func putRaw(t *testing.T, kv jetstream.KeyValue, data string) uint64 {
 	return rev
 }
 
-func storedState(t *testing.T, kv jetstream.KeyValue) limiter.FleetState {
+func storedState(t *testing.T, kv jetstream.KeyValue) fleet.State {
 	t.Helper()
 	e, err := kv.Get(t.Context(), fleetKey)
 	if err != nil {
@@ -69,7 +70,7 @@ func TestFleetFarFuturePause(t *testing.T) {
 	cfg := FleetConfig{Bucket: uniqueBucket(t), Limiter: lcfg}
 	kv := fleetBucketKV(t, url, cfg)
 	now := time.Now()
-	putState(t, kv, limiter.FleetState{Adapt: control.Adapt{Rate: 600, LastCut: now, IncClock: now, CutTime: now, WMax: 600},
+	putState(t, kv, fleet.State{Adapt: control.Adapt{Rate: 600, LastCut: now, IncClock: now, CutTime: now, WMax: 600},
 		PausedUntil: now.Add(24 * time.Hour), Seen: now})
 	var logs testkit.SyncBuffer
 	met := NewMetrics()
@@ -83,7 +84,7 @@ func TestFleetFarFuturePause(t *testing.T) {
 	// The same again, through the watch of a running worker.
 	lim := newCoreLimiter(t, lcfg, now)
 	f.attach(lim)
-	poison := limiter.FleetState{Adapt: f.State().Adapt, PausedUntil: now.Add(24 * time.Hour), Seen: now}
+	poison := fleet.State{Adapt: f.State().Adapt, PausedUntil: now.Add(24 * time.Hour), Seen: now}
 	data, _ := json.Marshal(poison)
 	rev := putRaw(t, kv, string(data))
 	f.observe(data, rev, false)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/call"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // A throttle whose wait was beyond the classifier's cap is not believed:
@@ -44,7 +45,7 @@ func TestThrottleBeyondCapNotReported(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.InitialFill = 1
 	var reports int
-	l, err := New(cfg, WithThrottleHook(func(ThrottleReport) { reports++ }))
+	l, err := New(cfg, WithThrottleHook(func(fleet.Report) { reports++ }))
 	if err != nil {
 		t.Fatal(err)
 	}

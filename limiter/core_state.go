@@ -31,7 +31,7 @@ func (c *Core) Estimate() float64 {
 // CostBound returns the most units one request takes from the bucket:
 // this instance's max_units_per_minute over max_wait (what the bucket can
 // accrue, at the highest rate, in the longest a request may wait), and
-// never more than MaxUnits. A larger request is granted like any
+// never more than control.MaxUnits. A larger request is granted like any
 // oversized one but pays only CostBound, so one absurd cost cannot hold
 // every later request back for longer than max_wait.
 func (c *Core) CostBound() float64 {

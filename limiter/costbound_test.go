@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // The Core charges an oversized request what Config.MaxCost allows.
@@ -52,6 +53,6 @@ func TestCostBoundFollowsPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("5 instances", 0.2)
-	c.Follow(start, FleetState{Adapt: control.Adapt{Rate: 1000, LastCut: start, IncClock: start, WMax: 1000, CutTime: start}}, time.Time{})
+	c.Follow(start, fleet.State{Adapt: control.Adapt{Rate: 1000, LastCut: start, IncClock: start, WMax: 1000, CutTime: start}}, time.Time{})
 	check("following", 0.2)
 }

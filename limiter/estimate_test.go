@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // TestEstimateReadsTheLaw: Core.Estimate is the law's bound and nothing
@@ -59,7 +60,7 @@ func TestEstimateReadsTheLaw(t *testing.T) {
 	// Following a fleet, the estimate is the fleet's bound times the
 	// share (here the whole budget), and the rate the fleet's; leading
 	// again, the law goes on from the fleet's state it followed last.
-	fleet := FleetState{Adapt: control.Adapt{Rate: 392}, Law: &control.LawState{Rate: 392, Bound: 400, Ceil: 400, Moved: at(90), Cut: at(90), Open: at(91)}}
+	fleet := fleet.State{Adapt: control.Adapt{Rate: 392}, Law: &control.LawState{Rate: 392, Bound: 400, Ceil: 400, Moved: at(90), Cut: at(90), Open: at(91)}}
 	c.Follow(at(96), fleet, time.Time{})
 	if got := c.Estimate(); got != 400 || !c.Following() || c.Rate() != 392 {
 		t.Errorf("following a fleet: estimate %v, rate %v, following %v; want the fleet's 400, 392, true", got, c.Rate(), c.Following())
@@ -110,7 +111,7 @@ func TestStatsEstimate(t *testing.T) {
 		if st.Estimate != want || want <= 0 {
 			t.Errorf("after a 429: Stats.Estimate %v, want the law's bound %v", st.Estimate, want)
 		}
-		l.Follow(FleetState{Adapt: control.Adapt{Rate: 882}, Law: &control.LawState{Rate: 882, Bound: 900, Ceil: 900}}, time.Time{})
+		l.Follow(fleet.State{Adapt: control.Adapt{Rate: 882}, Law: &control.LawState{Rate: 882, Bound: 900, Ceil: 900}}, time.Time{})
 		if st, want := l.Stats(), l.Part().Of(900); st.Estimate != want || !st.Following {
 			t.Errorf("following: estimate %v, following %v; want the fleet's bound's part %v, true", st.Estimate, st.Following, want)
 		}

@@ -82,7 +82,7 @@ func (c *Core) dropSurplus() {
 // Sent returns what this instance sent over the last 2 s (startup's
 // interval), for the whole budget (divided by its share), in units per
 // minute; -1 before the first 2 s and with the classic rules. A fleet's
-// startup reads it (FleetView): the rate doubles to at most twice it.
+// startup reads it (fleet.View): the rate doubles to at most twice it.
 func (c *Core) Sent(now time.Time) float64 {
 	t := c.offset(now)
 	c.advance(t)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // Follow makes the Core run on a fleet's state s, at now: the rules of
@@ -20,7 +21,7 @@ import (
 // the law's next span starts when sending resumes.
 // Until Lead, the Core neither cuts nor raises by itself: a throttle still
 // pauses it, and a change of share rescales it.
-func (c *Core) Follow(now time.Time, s FleetState, pausedUntil time.Time) {
+func (c *Core) Follow(now time.Time, s fleet.State, pausedUntil time.Time) {
 	t := c.offset(now)
 	c.advance(t)
 	until := pausedUntil.Sub(c.start)
@@ -34,7 +35,7 @@ func (c *Core) Follow(now time.Time, s FleetState, pausedUntil time.Time) {
 	c.following = true
 	c.fleet = s.Adapt
 	if c.law != nil {
-		ls := s.law()
+		ls := s.LawState()
 		c.law.Load(ls, c.start, c.rules.Part().Of(1))
 		if newCut {
 			c.law.AfterCut(control.Offset(c.start, ls.Full), max(t, until))
@@ -89,35 +90,12 @@ func (c *Core) Measured(now time.Time) float64 {
 	return c.measured(t)
 }
 
-// ThrottleReport is a throttle a Limiter observed, for a fleet controller
-// that decides the cuts of many limiters (WithThrottleHook).
-type ThrottleReport struct {
-	At         time.Time     // when the response arrived
-	Sent       time.Time     // when its request was granted (sent_at)
-	RetryAfter time.Duration // its Retry-After, 0 if none
-	// Measured is this instance's send rate (units per minute, the units
-	// granted in the last 10 s × 6), or -1 when unknown (see
-	// Core.Measured): the classic CUBIC's cut.
-	Measured float64
-	// Accepted is what the adaptive law's record of this instance
-	// measured for the refusal: what the API accepted per minute over the
-	// best span, divided by the instance's share (the whole budget's); -1
-	// when no span was long enough, with the classic rules, or for a
-	// request sent before the last cut's Retry-After ran out (0 or less is
-	// none: a worker at a small share may have had nothing answered in a
-	// span, which is no measure of the fleet). Window is
-	// the window the refusal showed, 0 for none.
-	Accepted float64
-	Window   time.Duration
-	Part     control.Part // this instance's part of the budget at the time
-}
-
-// Report returns the ThrottleReport of a throttle observed at now, of a
+// Report returns the fleet.Report of a throttle observed at now, of a
 // request sent at sent with a Retry-After of retryAfter: what a fleet
 // controller needs of this Core to apply its throttle rule. The Limiter's
 // throttle hook and the simulator's fleet build their reports here.
-func (c *Core) Report(now, sent time.Time, retryAfter time.Duration) ThrottleReport {
-	r := ThrottleReport{At: now, Sent: sent, RetryAfter: retryAfter, Measured: c.Measured(now), Accepted: -1, Part: c.rules.Part()}
+func (c *Core) Report(now, sent time.Time, retryAfter time.Duration) fleet.Report {
+	r := fleet.Report{At: now, Sent: sent, RetryAfter: retryAfter, Measured: c.Measured(now), Accepted: -1, Part: c.rules.Part()}
 	if s := sent.Sub(c.start); c.law != nil && c.following && s >= c.law.Open() {
 		if retryAfter <= 0 {
 			retryAfter = control.LawRetryAfter
@@ -133,14 +111,14 @@ func (c *Core) Report(now, sent time.Time, retryAfter time.Duration) ThrottleRep
 
 // WithThrottleHook makes the Limiter call fn after every throttle it
 // observes, outside its lock. fn must not block.
-func WithThrottleHook(fn func(ThrottleReport)) Option {
+func WithThrottleHook(fn func(fleet.Report)) Option {
 	return func(l *Limiter) { l.onThrottle = fn }
 }
 
 // Follow makes the Limiter run on a fleet's state: see Core.Follow. It is
 // safe for concurrent use, like every method of Limiter.
-func (l *Limiter) Follow(fleet FleetState, pausedUntil time.Time) {
-	l.update(func(now time.Time) { l.core.Follow(now, fleet, pausedUntil) })
+func (l *Limiter) Follow(s fleet.State, pausedUntil time.Time) {
+	l.update(func(now time.Time) { l.core.Follow(now, s, pausedUntil) })
 }
 
 // Lead makes the Limiter run its own rules again: see Core.Lead.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // A Core that follows a fleet runs at the fleet rate times its part, never
@@ -18,7 +19,7 @@ func TestCoreFollow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet := FleetState{Adapt: control.Adapt{Rate: 2400, Throttled: true, LastCut: at(1), IncClock: at(1), WMax: 3000, CutTime: at(1), K: 2}}
+	fleet := fleet.State{Adapt: control.Adapt{Rate: 2400, Throttled: true, LastCut: at(1), IncClock: at(1), WMax: 3000, CutTime: at(1), K: 2}}
 	c.Follow(at(2), fleet, time.Time{})
 	if got := c.Rate(); got != 600 {
 		t.Fatalf("rate = %v, want 2400/4", got)
@@ -69,7 +70,7 @@ func TestCoreLeadCeiling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Follow(at(0), FleetState{Adapt: control.Adapt{Rate: 1000, LastCut: at(0), IncClock: at(0), WMax: 1000, CutTime: at(0)}}, time.Time{})
+	c.Follow(at(0), fleet.State{Adapt: control.Adapt{Rate: 1000, LastCut: at(0), IncClock: at(0), WMax: 1000, CutTime: at(0)}}, time.Time{})
 	c.Lead(at(1))
 	if c.Following() {
 		t.Fatal("still following after Lead")
@@ -100,7 +101,7 @@ func TestCoreLeadCeiling(t *testing.T) {
 // own Retry-After empties it, as always.
 func TestCoreFleetPauseKeepsTokens(t *testing.T) {
 	cfg := cfgWith(func(c *Config) { c.Burst = 10 * time.Second })
-	fleet := FleetState{Adapt: control.Adapt{Rate: 600, LastCut: at(0), IncClock: at(0), WMax: 600, CutTime: at(0)}}
+	fleet := fleet.State{Adapt: control.Adapt{Rate: 600, LastCut: at(0), IncClock: at(0), WMax: 600, CutTime: at(0)}}
 	c, _ := NewCore(cfg, t0)
 	c.Follow(at(0), fleet, at(2))
 	if got := c.Tokens(at(3)); got != 100 {
@@ -124,7 +125,7 @@ func TestCoreFollowGrantsWhenNotInDebt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Follow(at(0), FleetState{Adapt: control.Adapt{Rate: 60, Throttled: true, LastCut: t0, IncClock: t0, WMax: 60, CutTime: t0}}, time.Time{})
+	c.Follow(at(0), fleet.State{Adapt: control.Adapt{Rate: 60, Throttled: true, LastCut: t0, IncClock: t0, WMax: 60, CutTime: t0}}, time.Time{})
 	if d := c.Acquire(at(0), 5); d.Status != Granted {
 		t.Fatalf("first request: %v, want granted from an empty bucket", d.Status)
 	}
@@ -145,5 +146,124 @@ func TestCoreFollowGrantsWhenNotInDebt(t *testing.T) {
 	}
 	if d := own.Acquire(at(0), 5); d.Status != Waiting {
 		t.Fatalf("own rules: %v, want waiting", d.Status)
+	}
+}
+
+// A Core that follows a law fleet runs at its share of the fleet's rate,
+// estimates its share of the fleet's bound, drops its saved tokens at a
+// new fleet cut, and reports what its own record measured for the whole
+// budget (its estimate divided by its share), for refusals of requests
+// sent once the fleet's Retry-After ran out.
+func TestCoreFollowLaw(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Instances, cfg.InitialFill = 4, 1
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	law := control.LawState{Rate: 1960, Bound: 2000, Ceil: 2000, Moved: at(5), Cut: at(5), Open: at(6), Hold: control.ProbeBase, Full: at(4.9)}
+	fleet := fleet.State{Adapt: control.Adapt{Rate: 1960, Throttled: true, LastCut: at(5), IncClock: at(5)}, Law: &law}
+	c.Follow(at(10), fleet, time.Time{})
+	if c.Rate() != 490 || c.Estimate() != 500 || c.Adapt().SlowStart {
+		t.Fatalf("following: rate %v estimate %v, want 1960/4 and 2000/4", c.Rate(), c.Estimate())
+	}
+	if got := c.Tokens(at(20)); got <= 0 {
+		t.Fatalf("tokens %v, want some saved", got)
+	}
+	cut := control.LawState{Rate: 1470, Bound: 1500, Ceil: 1500, Moved: at(20), Cut: at(20), Open: at(21), Hold: control.ProbeBase, Full: at(19.9)}
+	fleet.Law, fleet.Rate, fleet.LastCut, fleet.IncClock = &cut, 1470, at(20), at(20)
+	c.Follow(at(20.5), fleet, at(21))
+	if c.Rate() != 367.5 || c.Estimate() != 375 || c.Tokens(at(20.5)) != 0 {
+		t.Fatalf("after a fleet cut: rate %v estimate %v tokens %v; want 367.5, 375, none", c.Rate(), c.Estimate(), c.Tokens(at(20.5)))
+	}
+	if until, ok := c.PausedUntil(); !ok || !until.Equal(at(21)) {
+		t.Fatalf("paused until %v %v, want the fleet's 21", secs(until), ok)
+	}
+	// One unit every 250 ms, each accepted: 240 a minute.
+	for k := 1; k < 80; k++ {
+		now := at(21 + float64(k)/4)
+		d := c.Acquire(now, 1)
+		if d.Status != Granted {
+			t.Fatalf("request at %v: %v, want granted", secs(now), d.Status)
+		}
+		c.Observe(now.Add(50*time.Millisecond), d.At, 1, call.Outcome{Kind: call.Success, Status: 200})
+	}
+	if r := c.Report(at(41.1), at(41), 0); r.Accepted != 240*4 {
+		t.Fatalf("report: accepted %v, want 240 a minute / (1/4)", r.Accepted)
+	}
+	// Its own refusal pauses it but does not cut: the fleet decides.
+	d := c.Acquire(at(41.2), 1)
+	c.Observe(at(41.3), d.At, 1, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Second})
+	if c.Rate() != 367.5 || c.Estimate() != 375 {
+		t.Fatalf("after its own refusal: rate %v estimate %v, want the fleet's 367.5 and 375", c.Rate(), c.Estimate())
+	}
+	// The fleet cuts for it, with a Retry-After of 3.5 s: a refusal of a
+	// request sent before then belongs to that cut and measures nothing.
+	again := control.LawState{Rate: 1176, Bound: 1200, Ceil: 1200, Moved: at(41.5), Cut: at(41.5), Open: at(45), Hold: control.ProbeBase, Full: at(41.2)}
+	fleet.Law, fleet.Rate, fleet.LastCut, fleet.IncClock = &again, 1176, at(41.5), at(41.5)
+	c.Follow(at(41.5), fleet, at(45))
+	if c.Rate() != 294 || c.Estimate() != 300 {
+		t.Fatalf("after the second cut: rate %v estimate %v, want 294 and 300", c.Rate(), c.Estimate())
+	}
+	if r := c.Report(at(44), at(43), 0); r.Accepted != -1 {
+		t.Fatalf("report of a request sent before open: accepted %v, want none (-1)", r.Accepted)
+	}
+	// The cut's send starts a span (the API was full then), but the pause
+	// after the cut is no time the API was offered anything: 0.3 s of
+	// sending from 41.2 to 45 is too short to measure.
+	if r := c.Report(at(45.1), at(45), 0); r.Accepted != -1 {
+		t.Fatalf("report of a request sent at open: accepted %v, want none (-1): the span is the pause", r.Accepted)
+	}
+}
+
+// A fleet cut empties a following Core's bucket down to the units of the
+// head of its queue: saved tokens are not a burst at the new rate. The
+// Core counts the units accepted while it follows.
+func TestCoreFollowCutDropsSurplus(t *testing.T) {
+	cfg := cfgWith(func(c *Config) { c.InitialFill = 1; c.Instances = 2 })
+	c, err := NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := fleet.State{Adapt: control.Adapt{Rate: 1200, LastCut: t0, IncClock: t0, WMax: 1200, CutTime: t0}}
+	c.Follow(at(0), fleet, time.Time{})
+	if got := c.Tokens(at(20)); got != 100 {
+		t.Fatalf("tokens %v, want a full bucket of 10 s at 600", got)
+	}
+	fleet.Rate, fleet.Throttled, fleet.LastCut = 840, true, at(20)
+	c.Follow(at(21), fleet, time.Time{})
+	if got := c.Tokens(at(21)); got != 0 {
+		t.Fatalf("tokens after a fleet cut with nothing waiting %v, want 0", got)
+	}
+	// 3.5 tokens at 21.5 (420 a minute): a following Core grants a request
+	// when its bucket is not below zero, and the request takes its units.
+	if d := c.Acquire(at(21.5), 9); d.Status != Granted {
+		t.Fatalf("status %v, want granted", d.Status)
+	}
+	if d := c.Acquire(at(21.5), 1); d.Status != Waiting {
+		t.Fatalf("status %v, want waiting: the bucket is at -5.5", d.Status)
+	}
+	c.Follow(at(21.6), fleet, time.Time{}) // the same cut again: tokens kept
+	if got := c.Tokens(at(21.6)); math.Abs(got+4.8) > 1e-6 {
+		t.Fatalf("tokens %v, want -4.8", got)
+	}
+	fleet.LastCut = at(21.6)
+	c.Follow(at(21.6), fleet, time.Time{})
+	if got := c.Tokens(at(21.6)); math.Abs(got+4.8) > 1e-6 {
+		t.Fatalf("tokens after a cut %v, want the debt of 4.8 kept", got)
+	}
+	if next, ok := c.NextDue(); !ok || !next.Equal(at(21.6+4.8/7)) {
+		t.Fatalf("next due %v, want the head's grant when the debt is repaid", next.Sub(t0).Seconds())
+	}
+	c.Observe(at(22), at(21.5), 4, call.Outcome{Kind: call.Success, Status: 200})
+	c.Observe(at(23), at(22.5), 2, call.Outcome{Kind: call.Success, Status: 200})
+	if got := c.AcceptedUnits(at(23)); got != 6 {
+		t.Fatalf("accepted units %v, want 6", got)
+	}
+	if got := c.AcceptedUnits(at(82.9)); got != 2 {
+		t.Fatalf("accepted units at 82.9 %v, want the 2 of second 23", got)
+	}
+	if got := c.AcceptedUnits(at(83)); got != 0 {
+		t.Fatalf("accepted units at 83 %v, want none: second 23 left the minute", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // ErrRejected is wrapped by every error Wait returns when the limiter turns
@@ -111,7 +112,7 @@ type Limiter struct {
 	core       *Core // the pointer is set once; the Core is under mu
 	metrics    *Metrics
 	log        *slog.Logger
-	onThrottle func(ThrottleReport)
+	onThrottle func(fleet.Report)
 	_          [cacheLine]byte
 
 	mu        sync.Mutex
@@ -388,7 +389,7 @@ func (l *Limiter) Observe(t Ticket, o call.Outcome) {
 	l.armLocked(now)
 	after := l.core.Rate()
 	until, paused := l.core.PausedUntil()
-	var report ThrottleReport
+	var report fleet.Report
 	if believed(o).Kind == call.Throttle && l.onThrottle != nil && !l.core.Disabled() && t.Units > 0 {
 		report = l.core.Report(now, t.Granted, o.RetryAfter)
 	}
@@ -450,8 +451,8 @@ func (l *Limiter) Rate() float64 {
 }
 
 // CostBound returns the most units one request takes from this
-// instance's bucket (Core.CostBound); MaxUnits when disabled. The worker
-// dead-letters a job that costs more (bad_cost).
+// instance's bucket (Core.CostBound); control.MaxUnits when disabled. The
+// worker dead-letters a job that costs more (bad_cost).
 func (l *Limiter) CostBound() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()

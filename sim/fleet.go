@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/call"
-	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // Share is how the instances of a run adapt their rates.
@@ -20,7 +20,7 @@ const (
 	// the fleet controller).
 	ShareLocal Share = "local"
 	// ShareFleet runs one controller for the whole budget
-	// (limiter.FleetRules, as limiter.share.mode members does over NATS KV):
+	// (fleet.Rules, as limiter.share.mode members does over NATS KV):
 	// a throttle seen by any instance cuts the fleet's rate once, a raise
 	// happens once per interval for the fleet when some instance waited,
 	// and each instance follows the fleet's state, which reaches it
@@ -45,10 +45,10 @@ func ParseShare(s string) (Share, error) {
 // takes to reach every worker through NATS KV.
 const DefaultShareDelay = 100 * time.Millisecond
 
-// fleet is the shared controller of a run with ShareFleet.
-type fleet struct {
-	rules limiter.FleetRules
-	state limiter.FleetState
+// sharedFleet is the shared controller of a run with ShareFleet.
+type sharedFleet struct {
+	rules fleet.Rules
+	state fleet.State
 }
 
 // adaptive reports whether the run's mode adapts its rate (so that a fleet
@@ -61,13 +61,13 @@ func (r *runner) newFleet() {
 	}
 	whole := r.lcfg
 	whole.Instances = 1
-	r.fleet = &fleet{rules: limiter.NewFleetRules(whole, 0, 0)}
+	r.fleet = &sharedFleet{rules: fleet.NewRules(whole, 0, 0)}
 	r.fleet.state = r.fleet.rules.Start(r.vt(0))
 }
 
 // follow makes a new instance's core follow the fleet's state at once:
 // it reads the state when it starts, and its bucket starts to fill at its
-// own phase (limiter.FleetRules.Stagger), as at the end of a pause.
+// own phase (fleet.Rules.Stagger), as at the end of a pause.
 func (r *runner) follow(in *instance) {
 	if r.fleet == nil {
 		return
@@ -91,7 +91,7 @@ func latest(a, b time.Time) time.Time {
 
 // followState makes in follow the fleet state s, ending the fleet's pause
 // at its own phase.
-func (r *runner) followState(in *instance, s limiter.FleetState) {
+func (r *runner) followState(in *instance, s fleet.State) {
 	in.core.Follow(r.vt(r.now), s, r.fleet.rules.PauseEnd(s, in.part(), phase(in.idx)))
 }
 
@@ -136,7 +136,7 @@ func (r *runner) fleetObserve(in *instance, sentAt time.Duration, o call.Outcome
 				}
 			}
 		}
-		f.state, changed = f.rules.Raise(f.state, now, limiter.FleetView{LastWait: wait, Sent: in.core.Sent(now), Accepted: r.accepted(), Delay: r.cfg.ShareDelay})
+		f.state, changed = f.rules.Raise(f.state, now, fleet.View{LastWait: wait, Sent: in.core.Sent(now), Accepted: r.accepted(), Delay: r.cfg.ShareDelay})
 	}
 	if !changed {
 		return

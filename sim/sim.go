@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // epoch is the virtual instant a run starts at.
@@ -59,15 +60,15 @@ type event struct {
 	inst   *instance
 	job    *job
 	gen    uint64
-	sentAt time.Duration       // evReach, evResponse
-	back   time.Duration       // evReach: the response's way back
-	ok     bool                // evResponse: accepted
-	slot   bool                // evResponse: the call holds one of Config.Concurrency's slots
-	ra     int                 // evResponse: Retry-After seconds of a 429; 0: none
-	index  int                 // evScenario: index into Config.Events
-	units  float64             // evQuotaBack: the units returned
-	fleet  *limiter.FleetState // evFleet: the state that reaches inst
-	quota  call.Quota          // evResponse: what its quota headers announce
+	sentAt time.Duration // evReach, evResponse
+	back   time.Duration // evReach: the response's way back
+	ok     bool          // evResponse: accepted
+	slot   bool          // evResponse: the call holds one of Config.Concurrency's slots
+	ra     int           // evResponse: Retry-After seconds of a 429; 0: none
+	index  int           // evScenario: index into Config.Events
+	units  float64       // evQuotaBack: the units returned
+	fleet  *fleet.State  // evFleet: the state that reaches inst
+	quota  call.Quota    // evResponse: what its quota headers announce
 }
 
 type eventQueue []*event
@@ -133,8 +134,8 @@ type runner struct {
 	sent   Window // every call that reached the API, with no quota
 	busy   int    // calls in flight, with Config.Concurrency
 	inst   []*instance
-	count  int    // instances taking part
-	fleet  *fleet // the shared controller of ShareFleet; nil for ShareLocal
+	count  int          // instances taking part
+	fleet  *sharedFleet // the shared controller of ShareFleet; nil for ShareLocal
 
 	demand   float64
 	meanCost float64

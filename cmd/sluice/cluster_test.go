@@ -21,8 +21,8 @@ import (
 	"github.com/sluicehq/sluice/internal/app/run"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testkit/backends"
-	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // gaugeValue returns reg's gauge name, NaN when there is none.
@@ -161,7 +161,7 @@ func TestRunShareRemembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := json.Marshal(limiter.FleetState{Adapt: control.Adapt{Rate: 4800, Throttled: true}, Seen: time.Now().Add(-10 * time.Minute)})
+	data, _ := json.Marshal(fleet.State{Adapt: control.Adapt{Rate: 4800, Throttled: true}, Seen: time.Now().Add(-10 * time.Minute)})
 	if _, err := kv.Put(t.Context(), "fleet", data); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/field"
-	"github.com/sluicehq/sluice/limiter"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // Share modes accepted in limiter.share.mode.
@@ -33,7 +33,7 @@ type Share struct {
 }
 
 func defaultShare() Share {
-	return Share{Mode: ShareStatic, TTL: cluster.DefaultTTL, Partitions: cluster.DefaultPartitions, Remember: limiter.DefaultRemember}
+	return Share{Mode: ShareStatic, TTL: cluster.DefaultTTL, Partitions: cluster.DefaultPartitions, Remember: fleet.DefaultRemember}
 }
 
 // check checks the section against the rest of the config; paths are the

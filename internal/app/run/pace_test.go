@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/limiter/control"
+	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
 // TestFleetPace: a fleet sends at the sum of its members' rates and the
@@ -149,7 +150,7 @@ func TestPaceEstimate(t *testing.T) {
 		}
 		// Following a fleet, its share (the whole budget here) of the
 		// fleet's estimate.
-		lim.Follow(limiter.FleetState{Adapt: control.Adapt{Rate: 900}, Law: &control.LawState{Rate: 900, Bound: 920, Ceil: 950, From: "refusal"}}, time.Time{})
+		lim.Follow(fleet.State{Adapt: control.Adapt{Rate: 900}, Law: &control.LawState{Rate: 900, Bound: 920, Ceil: 950, From: "refusal"}}, time.Time{})
 		if p := limiterPace(lim, lim.Stats()); p.Estimate != 920 || p.NoEstimate != "" {
 			t.Errorf("following: %+v, want the fleet's estimate 920", p)
 		}

@@ -1,11 +1,10 @@
-package limiter
+package fleet
 
 import (
 	"math"
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/call"
 	"github.com/sluicehq/sluice/limiter/control"
 )
 
@@ -17,8 +16,8 @@ import (
 // unknown there is no bound.
 func TestFleetReach(t *testing.T) {
 	f := testRules(t, nil) // initial 600, the adaptive law
-	view := func(at, accepted float64, delay time.Duration) FleetView {
-		return FleetView{LastWait: fat(at - 0.5), Sent: -1, Accepted: accepted, Delay: delay}
+	view := func(at, accepted float64, delay time.Duration) View {
+		return View{LastWait: fat(at - 0.5), Sent: -1, Accepted: accepted, Delay: delay}
 	}
 	const d = 100 * time.Millisecond // k = 3
 	s := f.Start(fat(0))
@@ -54,7 +53,7 @@ func TestFleetReach(t *testing.T) {
 // lawFleet returns the law's whole-budget state after a first refusal at
 // 10 s of a request sent at 9.9 s with a Retry-After of 2 s, whose worker
 // measured 200 a minute: out of startup at control.LawMargin × 200.
-func lawFleet(t *testing.T, f FleetRules) FleetState {
+func lawFleet(t *testing.T, f Rules) State {
 	t.Helper()
 	r := report(10, 9.9, 2*time.Second)
 	r.Accepted = 200
@@ -66,7 +65,7 @@ func lawFleet(t *testing.T, f FleetRules) FleetState {
 }
 
 // A law fleet's first refusal, with what the worker's record measured
-// clearly under half the rate, cuts to control.LawMargin of it and pauses the fleet
+// clearly under half the rate, cuts to LawMargin of it and pauses the fleet
 // for the Retry-After; the refusals of requests sent before that
 // Retry-After ran out belong to the same cut: they may extend the pause,
 // never cut.
@@ -137,119 +136,52 @@ func TestFleetLawWindow(t *testing.T) {
 func TestFleetLawRaise(t *testing.T) {
 	f := testRules(t, nil)
 	s := lawFleet(t, f) // 196, bound and ceil 200, moved at 10
-	if _, raised := f.Raise(s, fat(20), FleetView{LastWait: fat(10), Sent: -1}); raised {
+	if _, raised := f.Raise(s, fat(20), View{LastWait: fat(10), Sent: -1}); raised {
 		t.Fatal("raised with no wait after the cut")
 	}
-	if ns, raised := f.Raise(s, fat(13), FleetView{LastWait: fat(12.5), Sent: -1}); raised || ns.Law != s.Law {
+	if ns, raised := f.Raise(s, fat(13), View{LastWait: fat(12.5), Sent: -1}); raised || ns.Law != s.Law {
 		t.Fatal("a raise within the probe interval changed the state")
 	}
-	ns, raised := f.Raise(s, fat(20), FleetView{LastWait: fat(10.5), Sent: -1, Accepted: 300})
+	ns, raised := f.Raise(s, fat(20), View{LastWait: fat(10.5), Sent: -1, Accepted: 300})
 	if !raised || ns.Rate != 200 || ns.Law.Bound != 200 || ns.Law.Probes != 1 || !ns.Law.Moved.Equal(fat(20)) || !ns.IncClock.Equal(fat(20)) {
 		t.Fatalf("a probe 10 s after the cut: raised %v rate %v law %+v; want the first probe to 200, the fleet's 300 not read", raised, ns.Rate, *ns.Law)
 	}
-	if _, raised := f.Raise(ns, fat(30), FleetView{LastWait: fat(19.9), Sent: -1}); raised {
+	if _, raised := f.Raise(ns, fat(30), View{LastWait: fat(19.9), Sent: -1}); raised {
 		t.Fatal("raised with the last wait before the last raise")
 	}
-	ns, _ = f.Raise(s, fat(69.9), FleetView{LastWait: fat(69), Sent: -1, Accepted: 300})
+	ns, _ = f.Raise(s, fat(69.9), View{LastWait: fat(69), Sent: -1, Accepted: 300})
 	if ns.Law.Bound != 200 {
 		t.Fatalf("bound %v 59.9 s after the cut, want 200: the fleet's minute reaches before the cut", ns.Law.Bound)
 	}
-	ns, _ = f.Raise(s, fat(70), FleetView{LastWait: fat(69), Sent: -1, Accepted: 300})
+	ns, _ = f.Raise(s, fat(70), View{LastWait: fat(69), Sent: -1, Accepted: 300})
 	if ns.Law.Bound != 300 || ns.Law.Probes != 1 || ns.Rate != 200 {
 		t.Fatalf("a minute after the cut: bound %v probes %v rate %v; want the fleet's 300, one probe from the ceil, 200", ns.Law.Bound, ns.Law.Probes, ns.Rate)
 	}
 	s.PausedUntil = fat(80)
-	if _, raised := f.Raise(s, fat(79), FleetView{LastWait: fat(78), Sent: -1}); raised {
+	if _, raised := f.Raise(s, fat(79), View{LastWait: fat(78), Sent: -1}); raised {
 		t.Fatal("raised in the fleet's pause")
 	}
 }
 
-// A remembered law state resumes at control.LawMargin of what the API was seen to
+// A remembered law state resumes at LawMargin of what the API was seen to
 // accept, and is written when that changed it; a state a worker on its own
 // remembered (its rate, no law) starts the law at that rate, which the API
 // was seen to accept, out of startup, and is written with the law.
 func TestFleetLawResume(t *testing.T) {
 	f := testRules(t, nil)
 	s := lawFleet(t, f)
-	s, _ = f.Raise(s, fat(20), FleetView{LastWait: fat(15), Sent: -1}) // probing at 200
+	s, _ = f.Raise(s, fat(20), View{LastWait: fat(15), Sent: -1}) // probing at 200
 	ns, changed := f.Resume(s, fat(100))
 	if !changed || ns.Rate != control.LawMargin*200 || ns.Law.Rate != ns.Rate || ns.Law.Bound != 200 || ns.Law.Startup || ns.SlowStart || !ns.Law.Full.Equal(fat(9.9)) {
 		t.Fatalf("resumed: changed %v rate %v law %+v; want %v, bound 200, out of startup", changed, ns.Rate, *ns.Law, control.LawMargin*200)
 	}
-	lone := FleetState{Adapt: control.Adapt{Rate: 5000, Throttled: true}, Seen: fat(0)}
+	lone := State{Adapt: control.Adapt{Rate: 5000, Throttled: true}, Seen: fat(0)}
 	ns, changed = f.Resume(lone, fat(60))
 	if !changed || ns.Law == nil || ns.Rate != 5000 || ns.Law.Rate != 5000 || ns.Law.Bound != 5000 || ns.Law.Ceil != 5000 || ns.Law.Startup || ns.SlowStart {
 		t.Fatalf("resumed from a rate: changed %v %+v; want the law at 5000, bound and ceil 5000, out of startup", changed, ns)
 	}
 	if ns, changed = f.Resume(lone, fat(3600)); !changed || ns.Rate != 600 || !ns.Law.Startup {
 		t.Fatalf("forgotten: changed %v rate %v, want a new state at 600 in startup", changed, ns.Rate)
-	}
-}
-
-// A Core that follows a law fleet runs at its share of the fleet's rate,
-// estimates its share of the fleet's bound, drops its saved tokens at a
-// new fleet cut, and reports what its own record measured for the whole
-// budget (its estimate divided by its share), for refusals of requests
-// sent once the fleet's Retry-After ran out.
-func TestCoreFollowLaw(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Instances, cfg.InitialFill = 4, 1
-	c, err := NewCore(cfg, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	law := control.LawState{Rate: 1960, Bound: 2000, Ceil: 2000, Moved: at(5), Cut: at(5), Open: at(6), Hold: control.ProbeBase, Full: at(4.9)}
-	fleet := FleetState{Adapt: control.Adapt{Rate: 1960, Throttled: true, LastCut: at(5), IncClock: at(5)}, Law: &law}
-	c.Follow(at(10), fleet, time.Time{})
-	if c.Rate() != 490 || c.Estimate() != 500 || c.Adapt().SlowStart {
-		t.Fatalf("following: rate %v estimate %v, want 1960/4 and 2000/4", c.Rate(), c.Estimate())
-	}
-	if got := c.Tokens(at(20)); got <= 0 {
-		t.Fatalf("tokens %v, want some saved", got)
-	}
-	cut := control.LawState{Rate: 1470, Bound: 1500, Ceil: 1500, Moved: at(20), Cut: at(20), Open: at(21), Hold: control.ProbeBase, Full: at(19.9)}
-	fleet.Law, fleet.Rate, fleet.LastCut, fleet.IncClock = &cut, 1470, at(20), at(20)
-	c.Follow(at(20.5), fleet, at(21))
-	if c.Rate() != 367.5 || c.Estimate() != 375 || c.Tokens(at(20.5)) != 0 {
-		t.Fatalf("after a fleet cut: rate %v estimate %v tokens %v; want 367.5, 375, none", c.Rate(), c.Estimate(), c.Tokens(at(20.5)))
-	}
-	if until, ok := c.PausedUntil(); !ok || !until.Equal(at(21)) {
-		t.Fatalf("paused until %v %v, want the fleet's 21", secs(until), ok)
-	}
-	// One unit every 250 ms, each accepted: 240 a minute.
-	for k := 1; k < 80; k++ {
-		now := at(21 + float64(k)/4)
-		d := c.Acquire(now, 1)
-		if d.Status != Granted {
-			t.Fatalf("request at %v: %v, want granted", secs(now), d.Status)
-		}
-		c.Observe(now.Add(50*time.Millisecond), d.At, 1, call.Outcome{Kind: call.Success, Status: 200})
-	}
-	if r := c.Report(at(41.1), at(41), 0); r.Accepted != 240*4 {
-		t.Fatalf("report: accepted %v, want 240 a minute / (1/4)", r.Accepted)
-	}
-	// Its own refusal pauses it but does not cut: the fleet decides.
-	d := c.Acquire(at(41.2), 1)
-	c.Observe(at(41.3), d.At, 1, call.Outcome{Kind: call.Throttle, Status: 429, RetryAfter: time.Second})
-	if c.Rate() != 367.5 || c.Estimate() != 375 {
-		t.Fatalf("after its own refusal: rate %v estimate %v, want the fleet's 367.5 and 375", c.Rate(), c.Estimate())
-	}
-	// The fleet cuts for it, with a Retry-After of 3.5 s: a refusal of a
-	// request sent before then belongs to that cut and measures nothing.
-	again := control.LawState{Rate: 1176, Bound: 1200, Ceil: 1200, Moved: at(41.5), Cut: at(41.5), Open: at(45), Hold: control.ProbeBase, Full: at(41.2)}
-	fleet.Law, fleet.Rate, fleet.LastCut, fleet.IncClock = &again, 1176, at(41.5), at(41.5)
-	c.Follow(at(41.5), fleet, at(45))
-	if c.Rate() != 294 || c.Estimate() != 300 {
-		t.Fatalf("after the second cut: rate %v estimate %v, want 294 and 300", c.Rate(), c.Estimate())
-	}
-	if r := c.Report(at(44), at(43), 0); r.Accepted != -1 {
-		t.Fatalf("report of a request sent before open: accepted %v, want none (-1)", r.Accepted)
-	}
-	// The cut's send starts a span (the API was full then), but the pause
-	// after the cut is no time the API was offered anything: 0.3 s of
-	// sending from 41.2 to 45 is too short to measure.
-	if r := c.Report(at(45.1), at(45), 0); r.Accepted != -1 {
-		t.Fatalf("report of a request sent at open: accepted %v, want none (-1): the span is the pause", r.Accepted)
 	}
 }
 
@@ -263,58 +195,6 @@ func TestFleetStagger(t *testing.T) {
 		if got := f.Stagger(s, p, c.phase, fat(5)); !got.Equal(fat(c.want)) {
 			t.Errorf("phase %v: %v, want %v", c.phase, got.Sub(ft0).Seconds(), c.want)
 		}
-	}
-}
-
-// A fleet cut empties a following Core's bucket down to the units of the
-// head of its queue: saved tokens are not a burst at the new rate. The
-// Core counts the units accepted while it follows.
-func TestCoreFollowCutDropsSurplus(t *testing.T) {
-	cfg := cfgWith(func(c *Config) { c.InitialFill = 1; c.Instances = 2 })
-	c, err := NewCore(cfg, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fleet := FleetState{Adapt: control.Adapt{Rate: 1200, LastCut: t0, IncClock: t0, WMax: 1200, CutTime: t0}}
-	c.Follow(at(0), fleet, time.Time{})
-	if got := c.Tokens(at(20)); got != 100 {
-		t.Fatalf("tokens %v, want a full bucket of 10 s at 600", got)
-	}
-	fleet.Rate, fleet.Throttled, fleet.LastCut = 840, true, at(20)
-	c.Follow(at(21), fleet, time.Time{})
-	if got := c.Tokens(at(21)); got != 0 {
-		t.Fatalf("tokens after a fleet cut with nothing waiting %v, want 0", got)
-	}
-	// 3.5 tokens at 21.5 (420 a minute): a following Core grants a request
-	// when its bucket is not below zero, and the request takes its units.
-	if d := c.Acquire(at(21.5), 9); d.Status != Granted {
-		t.Fatalf("status %v, want granted", d.Status)
-	}
-	if d := c.Acquire(at(21.5), 1); d.Status != Waiting {
-		t.Fatalf("status %v, want waiting: the bucket is at -5.5", d.Status)
-	}
-	c.Follow(at(21.6), fleet, time.Time{}) // the same cut again: tokens kept
-	if got := c.Tokens(at(21.6)); math.Abs(got+4.8) > 1e-6 {
-		t.Fatalf("tokens %v, want -4.8", got)
-	}
-	fleet.LastCut = at(21.6)
-	c.Follow(at(21.6), fleet, time.Time{})
-	if got := c.Tokens(at(21.6)); math.Abs(got+4.8) > 1e-6 {
-		t.Fatalf("tokens after a cut %v, want the debt of 4.8 kept", got)
-	}
-	if next, ok := c.NextDue(); !ok || !next.Equal(at(21.6+4.8/7)) {
-		t.Fatalf("next due %v, want the head's grant when the debt is repaid", next.Sub(t0).Seconds())
-	}
-	c.Observe(at(22), at(21.5), 4, call.Outcome{Kind: call.Success, Status: 200})
-	c.Observe(at(23), at(22.5), 2, call.Outcome{Kind: call.Success, Status: 200})
-	if got := c.AcceptedUnits(at(23)); got != 6 {
-		t.Fatalf("accepted units %v, want 6", got)
-	}
-	if got := c.AcceptedUnits(at(82.9)); got != 2 {
-		t.Fatalf("accepted units at 82.9 %v, want the 2 of second 23", got)
-	}
-	if got := c.AcceptedUnits(at(83)); got != 0 {
-		t.Fatalf("accepted units at 83 %v, want none: second 23 left the minute", got)
 	}
 }
 

@@ -1,4 +1,4 @@
-package limiter
+package fleet
 
 import (
 	"math"
@@ -7,72 +7,37 @@ import (
 	"github.com/sluicehq/sluice/limiter/control"
 )
 
-// DefaultRemember is how long a fleet's rate is remembered after an
-// instance last wrote it (limiter.share.remember).
-const DefaultRemember = time.Hour
-
-// FleetState is the state of a fleet controller: the rate rules of the
-// whole budget that many instances follow (Core.Follow), the fleet-wide
-// pause, and when an instance last wrote it. Package cluster keeps it in
-// NATS KV; the simulator keeps one in memory.
-type FleetState struct {
-	// Adapt is the classic rules' state; with the adaptive law it mirrors
-	// the law's rate, startup and last cut, for readers of the rate.
-	control.Adapt
-	// Law is the adaptive law's state for the whole budget (slow_start
-	// true); nil with the classic rules.
-	Law *control.LawState `json:"law,omitempty"`
-	// PausedUntil is the end of the fleet's Retry-After pause: every
-	// worker pauses until then.
-	PausedUntil time.Time `json:"paused_until"`
-	// Seen is when a worker last wrote the state: the age of the
-	// remembered rate, and the latest time the rules have seen (a
-	// decision never goes back before it).
-	Seen time.Time `json:"seen"`
-}
-
-// law returns the law's part of s: Law, or, when s has none (a state a
-// worker on its own remembered: only its rate), a law out of startup at
-// that rate, which the API was seen to accept.
-func (s FleetState) law() control.LawState {
-	if s.Law != nil {
-		return *s.Law
-	}
-	return control.LawState{Rate: s.Rate, Moved: s.IncClock, Bound: s.Rate, Ceil: s.Rate, Cut: s.LastCut, Open: s.LastCut,
-		From: control.WindowFromRefusal}
-}
-
-// FleetRules decides a fleet's state, as docs/limiter.md ("Fleet") states
+// Rules decides a fleet's state, as docs/limiter.md ("Fleet") states
 // it: the adaptive law (or the classic rules) for the whole budget. It is
 // pure: every method takes the time and the facts, and returns the new
 // state and whether it changed (and must be written).
-type FleetRules struct {
-	cfg      Config        // the budget's limiter options
-	rules    control.Rules // the classic rules for the whole budget
-	remember time.Duration // how long a state is remembered
-	refresh  time.Duration // how often a live worker confirms the state
+type Rules struct {
+	cfg      control.Config // the budget's limiter options
+	rules    control.Rules  // the classic rules for the whole budget
+	remember time.Duration  // how long a state is remembered
+	refresh  time.Duration  // how often a live worker confirms the state
 }
 
-// NewFleetRules returns the FleetRules of a validated cfg: a state is
-// remembered for remember after it was last written (never if remember
-// is not positive), and confirmed once per refresh.
-func NewFleetRules(cfg Config, remember, refresh time.Duration) FleetRules {
-	return FleetRules{cfg: cfg, rules: control.NewRules(cfg, control.Whole), remember: remember, refresh: refresh}
+// NewRules returns the Rules of a validated cfg: a state is remembered
+// for remember after it was last written (never if remember is not
+// positive), and confirmed once per refresh.
+func NewRules(cfg control.Config, remember, refresh time.Duration) Rules {
+	return Rules{cfg: cfg, rules: control.NewRules(cfg, control.Whole), remember: remember, refresh: refresh}
 }
 
-func (f *FleetRules) adaptive() bool { return f.cfg.SlowStart && !f.cfg.Disabled }
+func (f *Rules) adaptive() bool { return f.cfg.SlowStart && !f.cfg.Disabled }
 
-// law returns the whole budget's law in state s (FleetState.law), with
+// law returns the whole budget's law in state s (State.LawState), with
 // offsets from base: the time of the decision.
-func (f *FleetRules) law(s FleetState, base time.Time) *control.Law {
+func (f *Rules) law(s State, base time.Time) *control.Law {
 	l := control.NewLaw(f.cfg, f.rules.Clamp(s.Rate), f.rules.Min(), f.rules.Max())
-	l.Load(s.law(), base, 1)
+	l.Load(s.LawState(), base, 1)
 	return l
 }
 
 // put writes l, with offsets from base, into ns, with the last cut's send
 // full, and mirrors its rate, startup and cut in ns.Adapt.
-func (f *FleetRules) put(ns *FleetState, l *control.Law, base, full time.Time) {
+func (f *Rules) put(ns *State, l *control.Law, base, full time.Time) {
 	ls := l.Export(base, 1)
 	ls.Full = full
 	ns.Law = &ls
@@ -81,8 +46,8 @@ func (f *FleetRules) put(ns *FleetState, l *control.Law, base, full time.Time) {
 }
 
 // Start is a new fleet's state at now: the initial rate, as a Core starts.
-func (f *FleetRules) Start(now time.Time) FleetState {
-	s := FleetState{Adapt: f.rules.Start(now), Seen: now}
+func (f *Rules) Start(now time.Time) State {
+	s := State{Adapt: f.rules.Start(now), Seen: now}
 	if f.adaptive() {
 		f.put(&s, control.NewLaw(f.cfg, s.Rate, f.rules.Min(), f.rules.Max()), now, time.Time{})
 	}
@@ -97,7 +62,7 @@ func (f *FleetRules) Start(now time.Time) FleetState {
 // to accept (a probe above it, or a climb below it, starts over), and the
 // state is written when that changed it. A state that a worker on its own
 // remembered (no law, only its rate) starts the law at that rate.
-func (f *FleetRules) Resume(s FleetState, now time.Time) (FleetState, bool) {
+func (f *Rules) Resume(s State, now time.Time) (State, bool) {
 	if s.Seen.IsZero() || now.Sub(s.Seen) >= f.remember {
 		return f.Start(now), true
 	}
@@ -111,15 +76,15 @@ func (f *FleetRules) Resume(s FleetState, now time.Time) (FleetState, bool) {
 		l.PaceAtBound()
 	}
 	was := s
-	f.put(&s, l, now, s.law().Full)
+	f.put(&s, l, now, s.LawState().Full)
 	return s, was.Law == nil || *s.Law != *was.Law
 }
 
 // Throttle applies a throttle that a worker observed (r) at r.At, or at
 // the latest time the state has seen if that is later, with accepted the
 // units the API accepted from the whole fleet in the last minute (the sum
-// of the workers' Core.AcceptedUnits; 0 when not known). With the adaptive
-// law it is the law's refusal, with what the worker's record measured
+// of the workers' limiter.Core.AcceptedUnits; 0 when not known). With the
+// adaptive law it is the law's refusal, with what the worker's record measured
 // (r.Accepted, r.Window) or, if more, what the fleet was accepted in the
 // last minute (a span the record of a worker at a small share is too thin
 // to measure, and one a slow startup outlasts W in); the window the
@@ -127,9 +92,9 @@ func (f *FleetRules) Resume(s FleetState, now time.Time) (FleetState, bool) {
 // began sending together. With the classic rules it is their throttle,
 // cutting CUBIC from the worker's send rate divided by its share. A
 // Retry-After extends the fleet's pause (a refusal that names none, with
-// the law: control.LawRetryAfter). It returns the new state, whether it changed
-// and whether the rate was cut.
-func (f *FleetRules) Throttle(s FleetState, r ThrottleReport, accepted float64) (ns FleetState, changed, cut bool) {
+// the law: control.LawRetryAfter). It returns the new state, whether it
+// changed and whether the rate was cut.
+func (f *Rules) Throttle(s State, r Report, accepted float64) (ns State, changed, cut bool) {
 	now := latest(r.At, s.Seen)
 	ns = s
 	ra := r.RetryAfter
@@ -137,7 +102,7 @@ func (f *FleetRules) Throttle(s FleetState, r ThrottleReport, accepted float64) 
 		if ra <= 0 {
 			ra = control.LawRetryAfter
 		}
-		l, was := f.law(s, now), s.law()
+		l, was := f.law(s, now), s.LawState()
 		full := was.Full
 		m := control.Refusal{Sent: control.Offset(now, r.Sent), RetryAfter: ra, Accepted: r.Accepted, OK: r.Accepted > 0}
 		if was.Startup {
@@ -169,22 +134,6 @@ func (f *FleetRules) Throttle(s FleetState, r ThrottleReport, accepted float64) 
 	return ns, true, cut
 }
 
-// FleetView is what the workers tell a fleet's raise rule.
-type FleetView struct {
-	// LastWait is the latest time any worker's requests waited.
-	LastWait time.Time
-	// Sent is what the deciding worker sent over the last 2 s, for the
-	// whole budget (see Core.Sent); -1 when not known.
-	Sent float64
-	// Accepted is the units the API accepted from the whole fleet in the
-	// last minute (the sum of the workers' Core.AcceptedUnits); 0 when not
-	// known.
-	Accepted float64
-	// Delay is how long a change of the state takes to reach the workers
-	// (the propagation delay); 0 when it is not known.
-	Delay time.Duration
-}
-
 // fleetReach bounds a fleet's startup: its rate stays at most
 // k = max(2, fleetReach / the propagation delay) times the larger of the
 // initial rate and the units the fleet was accepted in the last minute,
@@ -202,14 +151,14 @@ const fleetReach = 300 * time.Millisecond
 // every success, is spaced by aimd.increase_interval for the fleet, so the
 // state changes at most once per interval. It reports whether the state
 // changed.
-func (f *FleetRules) Raise(s FleetState, now time.Time, v FleetView) (FleetState, bool) {
+func (f *Rules) Raise(s State, now time.Time, v View) (State, bool) {
 	now = latest(now, s.Seen)
 	if now.Before(s.PausedUntil) {
 		return s, false
 	}
 	ns := s
 	if f.adaptive() {
-		was := s.law()
+		was := s.LawState()
 		if !v.LastWait.After(was.Moved) {
 			return s, false
 		}
@@ -228,7 +177,7 @@ func (f *FleetRules) Raise(s FleetState, now time.Time, v FleetView) (FleetState
 			return s, false
 		}
 	} else {
-		if f.cfg.Controller == ControllerCUBIC && now.Sub(s.IncClock) < f.cfg.AIMD.IncreaseInterval {
+		if f.cfg.Controller == control.ControllerCUBIC && now.Sub(s.IncClock) < f.cfg.AIMD.IncreaseInterval {
 			return s, false
 		}
 		if !f.rules.Raise(&ns.Adapt, now, v.LastWait.After(s.IncClock)) {
@@ -241,7 +190,7 @@ func (f *FleetRules) Raise(s FleetState, now time.Time, v FleetView) (FleetState
 
 // Touch confirms the state at now, once per refresh, so that it stays
 // remembered while the fleet runs on it.
-func (f *FleetRules) Touch(s FleetState, now time.Time) (FleetState, bool) {
+func (f *Rules) Touch(s State, now time.Time) (State, bool) {
 	if now.Sub(s.Seen) < f.refresh {
 		return s, false
 	}
@@ -263,7 +212,7 @@ func latest(a, b time.Time) time.Time {
 // without the stagger all of them would send their first requests at the
 // same instant, a burst of up to N requests into an API that has just
 // throttled. Zero when the fleet is not paused.
-func (f *FleetRules) PauseEnd(s FleetState, p control.Part, phase float64) time.Time {
+func (f *Rules) PauseEnd(s State, p control.Part, phase float64) time.Time {
 	if s.PausedUntil.IsZero() {
 		return time.Time{}
 	}
@@ -275,7 +224,7 @@ func (f *FleetRules) PauseEnd(s FleetState, p control.Part, phase float64) time.
 // that starts to follow a fleet at from begins to fill its bucket then (an
 // empty bucket at the start, like the end of a pause): workers started
 // together do not send in step.
-func (f *FleetRules) Stagger(s FleetState, p control.Part, phase float64, from time.Time) time.Time {
+func (f *Rules) Stagger(s State, p control.Part, phase float64, from time.Time) time.Time {
 	rate := f.rules.Clamp(p.Of(s.Rate))
 	if !(rate > 0) || !(phase > 0) {
 		return from

@@ -1,4 +1,4 @@
-package limiter
+package fleet
 
 import (
 	"math"
@@ -13,23 +13,23 @@ var ft0 = time.Unix(1_800_000_000, 0)
 // fat returns the instant s seconds after ft0.
 func fat(s float64) time.Time { return ft0.Add(time.Duration(math.Round(s * 1e9))) }
 
-func testRules(t *testing.T, mod func(*Config)) FleetRules {
+func testRules(t *testing.T, mod func(*control.Config)) Rules {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := control.DefaultConfig()
 	if mod != nil {
 		mod(&cfg)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return NewFleetRules(cfg, time.Hour, 5*time.Second)
+	return NewRules(cfg, time.Hour, 5*time.Second)
 }
 
 // classic selects the classic rules (slow_start false) for a fleet.
-func classic(c *Config) { c.SlowStart = false }
+func classic(c *control.Config) { c.SlowStart = false }
 
-func report(at, sent float64, ra time.Duration) ThrottleReport {
-	return ThrottleReport{At: fat(at), Sent: fat(sent), RetryAfter: ra, Measured: -1, Part: control.Part{Share: 0.05, Instances: 20}}
+func report(at, sent float64, ra time.Duration) Report {
+	return Report{At: fat(at), Sent: fat(sent), RetryAfter: ra, Measured: -1, Part: control.Part{Share: 0.05, Instances: 20}}
 }
 
 // The fleet's throttle rule, step by step: a burst seen by many workers
@@ -39,7 +39,7 @@ func TestFleetRulesThrottle(t *testing.T) {
 	f := testRules(t, classic)
 	s := f.Start(fat(0))
 	steps := []struct {
-		r       ThrottleReport
+		r       Report
 		changed bool
 		cut     bool
 		rate    float64
@@ -89,7 +89,11 @@ func TestFleetRulesBurstOneCut(t *testing.T) {
 // CUBIC's measured rate is the reporting worker's, for its share: the
 // fleet cuts from the fleet's send rate.
 func TestFleetRulesCUBICMeasured(t *testing.T) {
-	f := testRules(t, func(c *Config) { c.Controller = ControllerCUBIC; c.InitialUnitsPerMinute = 3000; c.SlowStart = false })
+	f := testRules(t, func(c *control.Config) {
+		c.Controller = control.ControllerCUBIC
+		c.InitialUnitsPerMinute = 3000
+		c.SlowStart = false
+	})
 	s := f.Start(fat(0))
 	r := report(20, 19, 0)
 	r.Measured = 100 // 1/20 of the budget: the fleet sent 2000
@@ -125,7 +129,7 @@ func TestFleetRulesRaise(t *testing.T) {
 		if st.waited > 0 {
 			w = fat(st.waited)
 		}
-		ns, raised := f.Raise(s, fat(st.at), FleetView{LastWait: w})
+		ns, raised := f.Raise(s, fat(st.at), View{LastWait: w})
 		if raised != st.raised || math.Abs(ns.Rate-st.rate) > 1e-9 {
 			t.Fatalf("step %d at %v: raised %v rate %v, want %v %v", i, st.at, raised, ns.Rate, st.raised, st.rate)
 		}
@@ -137,10 +141,10 @@ func TestFleetRulesRaise(t *testing.T) {
 // starts again at the initial rate; touch keeps it young once per refresh.
 func TestFleetRulesRemember(t *testing.T) {
 	f := testRules(t, classic)
-	if s, changed := f.Resume(FleetState{}, fat(0)); !changed || s.Rate != 600 || !s.Seen.Equal(fat(0)) {
+	if s, changed := f.Resume(State{}, fat(0)); !changed || s.Rate != 600 || !s.Seen.Equal(fat(0)) {
 		t.Fatalf("no state: %+v %v, want a new one at 600", s, changed)
 	}
-	stored := FleetState{Adapt: control.Adapt{Rate: 5000, Throttled: true}, Seen: fat(0)}
+	stored := State{Adapt: control.Adapt{Rate: 5000, Throttled: true}, Seen: fat(0)}
 	for _, c := range []struct {
 		age     time.Duration
 		rate    float64
@@ -185,16 +189,20 @@ func TestFleetRulesPauseEnd(t *testing.T) {
 // CUBIC's curve would rise at every success; the fleet raises it at most
 // once per increase_interval, as AIMD's own rule does.
 func TestFleetRulesRaiseCUBIC(t *testing.T) {
-	f := testRules(t, func(c *Config) { c.Controller = ControllerCUBIC; c.CUBIC.ScaleConstant = 1; c.SlowStart = false })
+	f := testRules(t, func(c *control.Config) {
+		c.Controller = control.ControllerCUBIC
+		c.CUBIC.ScaleConstant = 1
+		c.SlowStart = false
+	})
 	s := f.Start(fat(0))
-	if _, raised := f.Raise(s, fat(5), FleetView{LastWait: fat(4)}); raised {
+	if _, raised := f.Raise(s, fat(5), View{LastWait: fat(4)}); raised {
 		t.Fatal("raised 5 s after the increase clock started")
 	}
-	ns, raised := f.Raise(s, fat(10), FleetView{LastWait: fat(9)})
+	ns, raised := f.Raise(s, fat(10), View{LastWait: fat(9)})
 	if !raised || math.Abs(ns.Rate-1600) > 1e-9 {
 		t.Fatalf("raise at 10 s: %v, rate %v; want W = 10³ + 600", raised, ns.Rate)
 	}
-	if _, raised := f.Raise(ns, fat(15), FleetView{LastWait: fat(14)}); raised {
+	if _, raised := f.Raise(ns, fat(15), View{LastWait: fat(14)}); raised {
 		t.Fatal("raised twice within the interval")
 	}
 }
