@@ -5,17 +5,18 @@
 //
 // # What the default does
 //
-// The adaptive law (docs/limiter.md, "The adaptive law"; package control) keeps a
-// record of the units sent and accepted, by send time, and three numbers:
-// the rate, the bound (what the API was seen to accept) and the ceiling
-// (the rate a refusal came at). Until the first 429 the rate doubles every
-// 2 s while requests wait. At a 429 it estimates what the API accepted
-// over the spans that end at the refused request (a leaky bucket's rate,
-// a window's quota over its window) and paces at 0.98 of that; then it
-// climbs back toward the ceiling and probes above it, at intervals that
-// double while the probes find nothing more. Controller only shapes the
-// probes: linear (aimd) or cubic. Quota headers set the bound directly.
-// The bucket holds 10 ms of the rate, so nothing leaves as a burst.
+// The adaptive law (docs/limiter.md, "The adaptive law"; control.Law)
+// keeps a record of the units sent and accepted, by send time, and three
+// numbers: the rate, the bound (what the API was seen to accept) and the
+// ceiling (the rate a refusal came at). Until the first 429 the rate
+// doubles every 2 s while requests wait. At a 429 it estimates what the
+// API accepted over the spans that end at the refused request (a leaky
+// bucket's rate, a window's quota over its window) and paces at 0.98 of
+// that; then it climbs back toward the ceiling and probes above it, at
+// intervals that double while the probes find nothing more. Controller
+// only shapes the probes: linear (aimd) or cubic. Quota headers set the
+// bound directly. The bucket holds 10 ms of the rate, so nothing leaves as
+// a burst.
 //
 // With SlowStart false the classic rules run instead: AIMD cuts to
 // rate·DecreaseFactor and raises by IncreaseStep/N at most once per
@@ -26,10 +27,10 @@
 //
 // # Units and rates
 //
-// A request costs units (any finite number >= 0; see control.CheckCost), and rates are in
-// units per minute. The options in Config describe the whole budget; with N
-// instances each Limiter takes 1/N of it (see SetInstanceCount and
-// SetShare).
+// A request costs units (any finite number >= 0; see control.CheckCost),
+// and rates are in units per minute. The options in Config describe the
+// whole budget; with N instances each Limiter takes 1/N of it (see
+// SetInstanceCount and SetShare).
 //
 // # The bucket
 //
@@ -67,13 +68,17 @@
 //
 // # Structure and concurrency
 //
-// The adaptive law is a pure state machine (control.Law) that a Core feeds
-// with its grants, answers and throttles. The classic rules (cuts, raises,
-// AIMD, CUBIC) are control.Rules applied to a control.Adapt, a plain value with absolute
-// times: a Core keeps one for its part of the budget, and a fleet
-// controller (package cluster) keeps one for the whole budget and makes
+// Three packages, each importing only those before it. Package
+// limiter/control is the pure controller: Config, the adaptive law
+// (control.Law, a state machine that a Core feeds with its grants,
+// answers and throttles) and the classic rules (cuts, raises, AIMD,
+// CUBIC: control.Rules applied to a control.Adapt, a plain value with
+// absolute times), which a Core runs for its part of the budget. Package
+// limiter/fleet runs them for the whole budget on one shared state
+// (fleet.State): a fleet controller (package cluster) keeps it and makes
 // each instance's Core follow it (Core.Follow; Core.Lead runs the
-// adaptive law again from the last fleet rate, never above it).
+// adaptive law again from the last fleet rate, never above it). Package
+// limiter, this one, holds the bucket around the rules: Core and Limiter.
 //
 // Core is the deterministic state machine: it takes the current time as an
 // argument and holds no goroutine, timer or lock, so the trace replay
