@@ -385,7 +385,7 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 	// What the API accepted lately, when it is more than the bound, moves
 	// the bound up and restarts the probes from it.
 	if got := rec.view(t).got; got > (1+probeStep)*l.bound {
-		l.bound, l.probes, l.hold = got, 0, ProbeBase
+		l.bound, l.probes, l.hold = got, 0, max(ProbeBase, l.window)
 	}
 	l.bound = math.Max(l.bound, l.rate) // held for the probe interval without a refusal
 	var next float64

@@ -200,6 +200,23 @@ func TestLawMoreCapacity(t *testing.T) {
 	}
 }
 
+// After more capacity shows, the probes start over at the interval a cut
+// sets, max(probe base, W): against a window of a minute a probe held for
+// 4 s proves nothing, and probing every 4 s ratchets B past the quota
+// before the window refuses.
+func TestLawMoreCapacityProbeInterval(t *testing.T) {
+	for _, w := range []time.Duration{0, time.Second, time.Minute} {
+		l := testLaw(t, ControllerAIMD, 1000)
+		l.startup, l.bound, l.ceil, l.rate, l.from, l.window = false, 1000, 1000, LawMargin*1000, 0, w
+		l.hold = 8 * ProbeBase
+		fill(l, 0, 2*time.Minute, 3000)
+		l.raise(2*time.Minute, l)
+		if want := max(ProbeBase, w); l.hold != want || l.probes > 1 {
+			t.Errorf("W %v: probe interval %v and %d probes after more capacity, want %v and the first", w, l.hold, l.probes, want)
+		}
+	}
+}
+
 // fill records units sent and accepted from from to to at perMin units a
 // minute, one unit at a time.
 func fill(l *Law, from, to time.Duration, perMin float64) {
