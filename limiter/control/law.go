@@ -383,9 +383,11 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 		return false
 	}
 	// What the API accepted lately, when it is more than the bound, moves
-	// the bound up and restarts the probes from it.
+	// the bound up and restarts the probes from it: above a ceiling it
+	// passed, the ceiling too (a refusal there is out of date).
 	if got := rec.view(t).got; got > (1+probeStep)*l.bound {
 		l.bound, l.probes, l.hold = got, 0, max(ProbeBase, l.window)
+		l.ceil = math.Max(l.ceil, got)
 	}
 	l.bound = math.Max(l.bound, l.rate) // held for the probe interval without a refusal
 	var next float64

@@ -200,10 +200,12 @@ func TestLawMoreCapacity(t *testing.T) {
 	}
 }
 
-// After more capacity shows, the probes start over at the interval a cut
-// sets, max(probe base, W): against a window of a minute a probe held for
-// 4 s proves nothing, and probing every 4 s ratchets B past the quota
-// before the window refuses.
+// After more capacity shows, the probes start over from it, at the
+// interval a cut sets, max(probe base, W): against a window of a minute a
+// probe held for 4 s proves nothing, and probing every 4 s ratchets B
+// past the quota before the window refuses. The ceiling it passed moves
+// up with B, so that the first probe is from the new B, not at or below
+// the rate.
 func TestLawMoreCapacityProbeInterval(t *testing.T) {
 	for _, w := range []time.Duration{0, time.Second, time.Minute} {
 		l := testLaw(t, ControllerAIMD, 1000)
@@ -211,8 +213,11 @@ func TestLawMoreCapacityProbeInterval(t *testing.T) {
 		l.hold = 8 * ProbeBase
 		fill(l, 0, 2*time.Minute, 3000)
 		l.raise(2*time.Minute, l)
-		if want := max(ProbeBase, w); l.hold != want || l.probes > 1 {
-			t.Errorf("W %v: probe interval %v and %d probes after more capacity, want %v and the first", w, l.hold, l.probes, want)
+		if want := max(ProbeBase, w); l.hold != want || l.probes != 1 {
+			t.Errorf("W %v: probe interval %v and %d probes after more capacity, want %v and 1", w, l.hold, l.probes, want)
+		}
+		if math.Abs(l.ceil-3000) > 30 || math.Abs(l.rate-l.ceil) > 1e-9 {
+			t.Errorf("W %v: ceiling %.0f and rate %.0f after 2 min accepted at 3000/min, want the first probe at a ceiling of about 3000", w, l.ceil, l.rate)
 		}
 	}
 }

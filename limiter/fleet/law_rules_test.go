@@ -154,8 +154,8 @@ func TestFleetLawRaise(t *testing.T) {
 		t.Fatalf("bound %v 59.9 s after the cut, want 200: the fleet's minute reaches before the cut", ns.Law.Bound)
 	}
 	ns, _ = f.Raise(s, fat(70), View{LastWait: fat(69), Sent: -1, Accepted: 300})
-	if ns.Law.Bound != 300 || ns.Law.Probes != 1 || ns.Rate != 200 {
-		t.Fatalf("a minute after the cut: bound %v probes %v rate %v; want the fleet's 300, one probe from the ceil, 200", ns.Law.Bound, ns.Law.Probes, ns.Rate)
+	if ns.Law.Bound != 300 || ns.Law.Ceil != 300 || ns.Law.Probes != 1 || ns.Rate != 300 {
+		t.Fatalf("a minute after the cut: bound %v ceil %v probes %v rate %v; want the fleet's 300 as bound and ceil, and one probe from it, 300", ns.Law.Bound, ns.Law.Ceil, ns.Law.Probes, ns.Rate)
 	}
 	s.PausedUntil = fat(80)
 	if _, raised := f.Raise(s, fat(79), View{LastWait: fat(78), Sent: -1}); raised {
