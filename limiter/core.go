@@ -162,9 +162,13 @@ func NewCore(cfg Config, start time.Time) (*Core, error) {
 	return c, nil
 }
 
+// pacerBurst is the bucket a Core paces the adaptive law's rate with, as
+// time at the rate.
+const pacerBurst = 10 * time.Millisecond
+
 func (c *Core) capacity(rate float64) float64 {
 	if c.law != nil {
-		return math.Max(1, rate/60*min(c.cfg.Burst, control.PacerBurst).Seconds())
+		return math.Max(1, rate/60*min(c.cfg.Burst, pacerBurst).Seconds())
 	}
 	return math.Max(1, rate/60*c.cfg.Burst.Seconds())
 }

@@ -77,7 +77,8 @@
 // limiter/fleet runs them for the whole budget on one shared state
 // (fleet.State): a fleet controller (package cluster) keeps it and makes
 // each instance's Core follow it (Core.Follow; Core.Lead runs the
-// adaptive law again from the last fleet rate, never above it). Package
+// adaptive law again from the last fleet state (the classic rules: never
+// above the last fleet rate)). Package
 // limiter, this one, holds the bucket around the rules: Core and Limiter.
 //
 // Core is the deterministic state machine: it takes the current time as an

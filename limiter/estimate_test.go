@@ -40,7 +40,7 @@ func TestEstimateReadsTheLaw(t *testing.T) {
 	if got != c.law.Bound() || got < 190 || got > 250 {
 		t.Fatalf("after the 429: estimate %v, law's bound %v; want the bound, about 200 (the API accepted 1 in 3 of 600 a minute)", got, c.law.Bound())
 	}
-	if rate := c.Rate(); rate != control.LawMargin*got {
+	if rate := c.Rate(); rate != lawMargin*got {
 		t.Errorf("rate %v, want the law's margin under the estimate %v", rate, got)
 	}
 	if c.Estimate() != got || c.law.Bound() != got {

@@ -38,7 +38,7 @@ func (c *Core) Follow(now time.Time, s fleet.State, pausedUntil time.Time) {
 		ls := s.LawState()
 		c.law.Load(ls, c.start, c.rules.Part().Of(1))
 		if newCut {
-			c.law.AfterCut(control.Offset(c.start, ls.Full), max(t, until))
+			c.law.FollowCut(c.start, ls.Full, max(t, until))
 		}
 		c.adapt.Rate, c.adapt.SlowStart = c.law.Rate(), c.law.Startup()
 	} else {
@@ -96,15 +96,12 @@ func (c *Core) Measured(now time.Time) float64 {
 // throttle hook and the simulator's fleet build their reports here.
 func (c *Core) Report(now, sent time.Time, retryAfter time.Duration) fleet.Report {
 	r := fleet.Report{At: now, Sent: sent, RetryAfter: retryAfter, Measured: c.Measured(now), Accepted: -1, Part: c.rules.Part()}
-	if s := sent.Sub(c.start); c.law != nil && c.following && s >= c.law.Open() {
-		if retryAfter <= 0 {
-			retryAfter = control.LawRetryAfter
+	if c.law != nil && c.following {
+		a, w := c.law.MeasureRefusal(sent.Sub(c.start), retryAfter)
+		if a >= 0 {
+			r.Accepted = a / c.rules.Part().Of(1)
 		}
-		m := c.law.Measure(s, retryAfter)
-		if m.OK {
-			r.Accepted = m.Accepted / c.rules.Part().Of(1)
-		}
-		r.Window = m.Window
+		r.Window = w
 	}
 	return r
 }

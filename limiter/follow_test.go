@@ -10,6 +10,13 @@ import (
 	"github.com/sluicehq/sluice/limiter/fleet"
 )
 
+// The adaptive law's margin and probe base, as docs/limiter.md's table of
+// the law's constants gives them (margin, probe base).
+const (
+	lawMargin = 0.98
+	probeBase = 4 * time.Second
+)
+
 // A Core that follows a fleet runs at the fleet rate times its part, never
 // cuts or raises by itself, pauses for the fleet's pause, and rescales to
 // the fleet rate when its share changes.
@@ -161,7 +168,7 @@ func TestCoreFollowLaw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	law := control.LawState{Rate: 1960, Bound: 2000, Ceil: 2000, Moved: at(5), Cut: at(5), Open: at(6), Hold: control.ProbeBase, Full: at(4.9)}
+	law := control.LawState{Rate: 1960, Bound: 2000, Ceil: 2000, Moved: at(5), Cut: at(5), Open: at(6), Hold: probeBase, Full: at(4.9)}
 	fleet := fleet.State{Adapt: control.Adapt{Rate: 1960, Throttled: true, LastCut: at(5), IncClock: at(5)}, Law: &law}
 	c.Follow(at(10), fleet, time.Time{})
 	if c.Rate() != 490 || c.Estimate() != 500 || c.Adapt().SlowStart {
@@ -170,7 +177,7 @@ func TestCoreFollowLaw(t *testing.T) {
 	if got := c.Tokens(at(20)); got <= 0 {
 		t.Fatalf("tokens %v, want some saved", got)
 	}
-	cut := control.LawState{Rate: 1470, Bound: 1500, Ceil: 1500, Moved: at(20), Cut: at(20), Open: at(21), Hold: control.ProbeBase, Full: at(19.9)}
+	cut := control.LawState{Rate: 1470, Bound: 1500, Ceil: 1500, Moved: at(20), Cut: at(20), Open: at(21), Hold: probeBase, Full: at(19.9)}
 	fleet.Law, fleet.Rate, fleet.LastCut, fleet.IncClock = &cut, 1470, at(20), at(20)
 	c.Follow(at(20.5), fleet, at(21))
 	if c.Rate() != 367.5 || c.Estimate() != 375 || c.Tokens(at(20.5)) != 0 {
@@ -199,7 +206,7 @@ func TestCoreFollowLaw(t *testing.T) {
 	}
 	// The fleet cuts for it, with a Retry-After of 3.5 s: a refusal of a
 	// request sent before then belongs to that cut and measures nothing.
-	again := control.LawState{Rate: 1176, Bound: 1200, Ceil: 1200, Moved: at(41.5), Cut: at(41.5), Open: at(45), Hold: control.ProbeBase, Full: at(41.2)}
+	again := control.LawState{Rate: 1176, Bound: 1200, Ceil: 1200, Moved: at(41.5), Cut: at(41.5), Open: at(45), Hold: probeBase, Full: at(41.2)}
 	fleet.Law, fleet.Rate, fleet.LastCut, fleet.IncClock = &again, 1176, at(41.5), at(41.5)
 	c.Follow(at(41.5), fleet, at(45))
 	if c.Rate() != 294 || c.Estimate() != 300 {

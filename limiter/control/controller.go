@@ -9,8 +9,8 @@ import (
 // success, AIMD, CUBIC): the rate and everything the rules remember between
 // two outcomes. It is a plain value with absolute times, so that one set of
 // rules drives both a Core (its own Adapt, for its part of the budget) and a
-// fleet of workers (package cluster keeps one Adapt for the whole budget in
-// its coordination bucket and applies it with Core.Follow).
+// fleet of workers (one Adapt for the whole budget is kept in a
+// fleet.State and applied with limiter.Core.Follow).
 type Adapt struct {
 	Rate      float64   `json:"rate"`      // units per minute, of the part the Rules are for
 	Throttled bool      `json:"throttled"` // a throttle was observed: the first one always cuts

@@ -17,7 +17,7 @@ const MaxUnits = 1e12
 // (max_units_per_minute / instances / 60 · max_wait in seconds), and never
 // more than MaxUnits. A job that costs more could never be paid for within
 // max_wait even at the highest rate; the Core charges it only this much
-// (Core.CostBound) and the worker dead-letters it. With the limiter
+// (limiter.Core.CostBound) and the worker dead-letters it. With the limiter
 // disabled the bound is MaxUnits.
 func (c Config) MaxCost() float64 {
 	if c.Disabled || c.MaxWait <= 0 || !(c.MaxUnitsPerMinute > 0) {

@@ -8,7 +8,7 @@ import (
 // The adaptive law (docs/limiter.md, "The adaptive law"): one model of the
 // API's capacity and one rate. The API is taken to accept about C units
 // per window W. The law keeps what the API was seen to accept (bound) and
-// the rate a refusal came at (ceil), paces at LawMargin of the bound, and
+// the rate a refusal came at (ceil), paces at lawMargin of the bound, and
 // probes above it with steps proportional to the rate, less often while
 // probes find nothing more.
 
@@ -19,22 +19,18 @@ const (
 	probeStep       = 0.02                   // a probe's step, a fraction of the ceil
 	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure),
 	sameDrop        = 0.25                   // nor one at most this fraction below it: noise, not a new capacity
-	wideBracket     = 1.5                    // a ceil above this many times the bound is climbed to every ProbeBase; a nearer one every max(ProbeBase, W)
+	wideBracket     = 1.5                    // a ceil above this many times the bound is climbed to every probeBase; a nearer one every max(probeBase, W)
 	moreSpan        = 16 * time.Second       // the least span that can show more capacity
 	longestSpan     = 128 * time.Second      // the longest power-of-two span the estimate tries
 	binWidth        = 250 * time.Millisecond // the tally's resolution
 	binCount        = 1024                   // the tally's length: 256 s
 )
 
-// LawMargin is the fraction of the bound the law paces at.
-const LawMargin = 0.98
+// lawMargin is the fraction of the bound the law paces at.
+const lawMargin = 0.98
 
-// ProbeBase is the least probe interval.
-const ProbeBase = 4 * time.Second
-
-// PacerBurst is the bucket a Core paces the law's rate with, as time at
-// the rate.
-const PacerBurst = 10 * time.Millisecond
+// probeBase is the least probe interval.
+const probeBase = 4 * time.Second
 
 // LawRetryAfter is the pause for a refusal that names no wait.
 const LawRetryAfter = time.Second
@@ -96,7 +92,7 @@ func (s *tally) sum(v *[binCount]float64, from, to time.Duration) float64 {
 // Law is the adaptive rule's state: a pure function of the grants, answers
 // and refusals it is told about, with time as an argument (an offset from
 // the start of the instance, or of the decision for a fleet). It is not
-// safe for concurrent use.
+// safe for concurrent use. Use NewLaw; the zero Law is not usable.
 type Law struct {
 	// Every grant writes lastSent and a bin of past.sent, and reads from
 	// and past.last: they come first, on the cache line of the first bins.
@@ -130,22 +126,22 @@ type lawState struct {
 	wfrom  windowSource  // where W came from
 }
 
-// Refusal is what one refusal measured: when its request was sent, the
+// refusal is what one refusal measured: when its request was sent, the
 // Retry-After (LawRetryAfter when none was named), what the API accepted
-// per minute over the best span (OK: some span was long enough), and the
+// per minute over the best span (ok: some span was long enough), and the
 // window it shows (0: none).
-type Refusal struct {
-	Sent, RetryAfter time.Duration
-	Accepted         float64
-	OK               bool
-	Window           time.Duration
+type refusal struct {
+	sent, retryAfter time.Duration
+	accepted         float64
+	ok               bool
+	window           time.Duration
 }
 
 // NewLaw returns the law of cfg in startup at rate, within the limits lo
 // and hi of this part of the budget.
 func NewLaw(cfg Config, rate, lo, hi float64) *Law {
 	l := &Law{min: lo, max: hi, cubic: cfg.Controller == ControllerCUBIC, from: -1, refs: noRefs,
-		lawState: lawState{rate: rate, startup: true, hold: ProbeBase, noise: never, open: never, window: cfg.Window, wfrom: fromRefusal}}
+		lawState: lawState{rate: rate, startup: true, hold: probeBase, noise: never, open: never, window: cfg.Window, wfrom: fromRefusal}}
 	if cfg.Window > 0 {
 		l.wfrom = fromConfig
 	}
@@ -237,49 +233,100 @@ func (l *Law) Refused(t, sent, ra, resume time.Duration) bool {
 		// its Retry-After, capped by max_pause): the same overshoot.
 		return false
 	}
-	if !l.Decide(t, l.Measure(sent, ra)) {
+	if !l.decide(t, l.measure(sent, ra)) {
 		return false
 	}
-	l.AfterCut(sent, resume)
+	l.afterCut(sent, resume)
 	return true
 }
 
-// Measure reads the record for a refusal of a request sent at sent with
+// MeasureRefusal returns what the record measured for a refusal of a
+// request sent at sent with the Retry-After ra (0 or less: none, read as
+// LawRetryAfter), for a fleet that decides the cut: what the API accepted
+// per minute of this part over the best span, -1 when no span was long
+// enough or the request was sent before the API said, at the last cut, it
+// would take more (one of the refusals that cut answered); and the window
+// the refusal shows, 0 for none. It changes no rate; a refusal measured
+// ends the first one after an idle start, as with Refused.
+func (l *Law) MeasureRefusal(sent, ra time.Duration) (accepted float64, window time.Duration) {
+	if sent < l.open {
+		return -1, 0
+	}
+	if ra <= 0 {
+		ra = LawRetryAfter
+	}
+	m := l.measure(sent, ra)
+	if !m.ok {
+		return -1, 0 // no window either: one is measured only with a span
+	}
+	return m.accepted, m.window
+}
+
+// ReportedRefusal applies, for a fleet, a refusal that a worker reported:
+// the law's offsets are from now, the time of the decision (Load's base).
+// Its request was sent at sent, with the Retry-After ra (0 or less: none,
+// read as LawRetryAfter); accepted is what the API was measured to accept
+// per minute (0 or less, or not finite: no measure) and window the window
+// the refusal showed (0: none), which counts only at the first refusal,
+// in startup, and is capped at MaxWindow like a learned one. It returns
+// whether the rate was cut.
+func (l *Law) ReportedRefusal(now, sent time.Time, ra time.Duration, accepted float64, window time.Duration) bool {
+	if ra <= 0 {
+		ra = LawRetryAfter
+	}
+	m := refusal{sent: offset(now, sent), retryAfter: ra}
+	if accepted > 0 && !math.IsInf(accepted, 0) {
+		m.accepted, m.ok = accepted, true
+	}
+	if l.startup && window > 0 {
+		m.window = min(window, MaxWindow)
+	}
+	return l.decide(0, m)
+}
+
+// FollowCut starts the next span at resume, after a cut a fleet decided:
+// the request of its refusal was sent at full (the zero time: not known),
+// when the API was full, with offsets from base.
+func (l *Law) FollowCut(base, full time.Time, resume time.Duration) {
+	l.afterCut(offset(base, full), resume)
+}
+
+// measure reads the record for a refusal of a request sent at sent with
 // the Retry-After ra: what the API accepted (estimate) and, at the first
 // refusal after an idle start, the window: the time since sending began,
 // and the wait beyond a second.
-func (l *Law) Measure(sent, ra time.Duration) Refusal {
-	m := Refusal{Sent: sent, RetryAfter: ra}
-	m.Accepted, m.OK = l.estimate(sent, ra)
-	if m.OK && l.fresh {
-		m.Window = min(sent-l.from+l.beyond(ra), MaxWindow)
+func (l *Law) measure(sent, ra time.Duration) refusal {
+	m := refusal{sent: sent, retryAfter: ra}
+	m.accepted, m.ok = l.estimate(sent, ra)
+	if m.ok && l.fresh {
+		m.window = min(sent-l.from+l.beyond(ra), MaxWindow)
 	}
 	l.fresh = false
 	return m
 }
 
-// AfterCut starts the next span at resume, after a cut by a refusal of a
+// afterCut starts the next span at resume, after a cut by a refusal of a
 // request sent at sent: the API was full then.
-func (l *Law) AfterCut(sent, resume time.Duration) {
+func (l *Law) afterCut(sent, resume time.Duration) {
 	copy(l.refs[1:], l.refs[:])
 	l.refs[0] = sent
 	l.from = resume
 }
 
-// Decide applies a refusal at t that measured m to the shared state, and
+// decide applies a refusal at t that measured m to the shared state, and
 // returns whether it cut the rate.
-func (l *Law) Decide(t time.Duration, m Refusal) bool {
-	if m.Sent < l.open {
-		return false // see refused
+func (l *Law) decide(t time.Duration, m refusal) bool {
+	if m.sent < l.open {
+		return false // see Refused
 	}
-	if m.Window > 0 && l.wfrom == fromRefusal {
-		l.window = m.Window
+	if m.window > 0 && l.wfrom == fromRefusal {
+		l.window = m.window
 	}
-	prev, a := l.rate, m.Accepted
+	prev, a := l.rate, m.accepted
 	switch {
-	case !m.OK && l.bound > 0:
+	case !m.ok && l.bound > 0:
 		a = l.bound
-	case !m.OK:
+	case !m.ok:
 		a = prev / 2
 	}
 	c, ceil := prev, prev
@@ -291,15 +338,15 @@ func (l *Law) Decide(t time.Duration, m Refusal) bool {
 		c, ceil = a, a
 	case l.startup:
 		c = prev / 2 // the rate before the last doubling
-	case a < 0.99*prev && prev > LawMargin*l.bound*1.001 && prev < LawMargin*l.ceil*0.995:
+	case a < 0.99*prev && prev > lawMargin*l.bound*1.001 && prev < lawMargin*l.ceil*0.995:
 		// Refused climbing back toward the ceil: the API took the bound,
 		// and a span's average over the climb understates it.
 		c = math.Max(a, l.bound)
 	case a < 0.99*prev:
 		c = a // refused above what the API accepted
-	case prev > LawMargin*l.bound*1.001:
+	case prev > lawMargin*l.bound*1.001:
 		c = math.Min(l.bound, prev) // refused while probing: back below the bound
-	case t-l.cut < max(ProbeBase, l.window) || t-l.noise >= l.hold:
+	case t-l.cut < max(probeBase, l.window) || t-l.noise >= l.hold:
 		// Refused at the bound, with the API seen to accept the rate:
 		// a window's echo of an overshoot, or one burst or jitter in a
 		// probe interval. The pause is all.
@@ -307,17 +354,17 @@ func (l *Law) Decide(t time.Duration, m Refusal) bool {
 		return false
 	}
 	l.noise = t
-	base := max(ProbeBase, l.window)
+	base := max(probeBase, l.window)
 	if l.bound > 0 && c <= (1+sameBound)*l.bound && c >= (1-sameDrop)*l.bound {
-		l.hold = min(max(2*l.hold, base), max(probeMaxFactor*ProbeBase, 4*base))
+		l.hold = min(max(2*l.hold, base), max(probeMaxFactor*probeBase, 4*base))
 	} else {
 		l.hold = base
 	}
 	l.bound, l.ceil = c, ceil
 	l.startup = false
-	l.rate = l.clamp(LawMargin * c)
+	l.rate = l.clamp(lawMargin * c)
 	l.cut, l.moved, l.probes = t, t, 0
-	l.open = t + min(max(m.RetryAfter, 0), MaxWindow)
+	l.open = t + min(max(m.retryAfter, 0), MaxWindow)
 	return true
 }
 
@@ -357,26 +404,32 @@ func (l *Law) Raise(t time.Duration) bool { return l.raise(t, l) }
 
 // RaiseOn is Raise with what a worker saw instead of the law's record:
 // got, what the API accepted lately (-1: not known), and sent, what was
-// sent over the last 2 s (-1: not known), per minute of this part.
-func (l *Law) RaiseOn(t time.Duration, got, sent float64) bool {
-	return l.raise(t, &view{got: got, sent: sent})
+// sent over the last 2 s (-1: not known), per minute of this part. In
+// startup the doubling goes no higher than limit (+Inf: no limit); a
+// limit below the rate does not lower it.
+func (l *Law) RaiseOn(t time.Duration, got, sent, limit float64) bool {
+	v := &view{got: got, sent: sent}
+	if l.startup {
+		return l.double(t, v, limit)
+	}
+	return l.raise(t, v)
 }
 
 // raise is called at t when a request that waited was accepted; rec gives
 // what the record shows then. It returns whether the rate changed.
 func (l *Law) raise(t time.Duration, rec viewer) bool {
 	if l.startup {
-		return l.double(t, rec)
+		return l.double(t, rec, math.Inf(1))
 	}
-	climbing := l.rate < LawMargin*l.ceil*0.995
+	climbing := l.rate < lawMargin*l.ceil*0.995
 	hold := l.hold
 	if climbing {
 		// A wide bracket (startup's halving) is crossed fast; in a narrow
 		// one each step waits a window, so that the API has seen it before
 		// the next: a window refuses late.
-		hold = ProbeBase
+		hold = probeBase
 		if l.ceil < wideBracket*l.bound {
-			hold = max(ProbeBase, l.window)
+			hold = max(probeBase, l.window)
 		}
 	}
 	if t-l.moved < hold {
@@ -386,13 +439,13 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 	// the bound up and restarts the probes from it: above a ceiling it
 	// passed, the ceiling too (a refusal there is out of date).
 	if got := rec.view(t).got; got > (1+probeStep)*l.bound {
-		l.bound, l.probes, l.hold = got, 0, max(ProbeBase, l.window)
+		l.bound, l.probes, l.hold = got, 0, max(probeBase, l.window)
 		l.ceil = math.Max(l.ceil, got)
 	}
 	l.bound = math.Max(l.bound, l.rate) // held for the probe interval without a refusal
 	var next float64
 	if climbing {
-		next = math.Min(LawMargin*l.ceil, math.Min(1.25*l.rate, (l.rate+l.ceil)/2))
+		next = math.Min(lawMargin*l.ceil, math.Min(1.25*l.rate, (l.rate+l.ceil)/2))
 	} else {
 		l.probes++
 		x := float64(l.probes)
@@ -400,7 +453,7 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 		if l.cubic {
 			f = x * x * x / 16
 		}
-		next = l.ceil * (LawMargin + probeStep*f)
+		next = l.ceil * (lawMargin + probeStep*f)
 	}
 	next = l.clamp(math.Max(next, l.rate))
 	l.moved = t
@@ -413,8 +466,8 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 
 // double is startup's raise: ×2 every startupInterval, at most twice what
 // was sent in the last interval, so the rate does not run ahead of the
-// demand.
-func (l *Law) double(t time.Duration, rec viewer) bool {
+// demand, and at most limit.
+func (l *Law) double(t time.Duration, rec viewer, limit float64) bool {
 	if t-l.moved < startupInterval {
 		return false
 	}
@@ -422,6 +475,7 @@ func (l *Law) double(t time.Duration, rec viewer) bool {
 	if sent := rec.view(t).sent; sent >= 0 {
 		next = math.Min(next, 2*sent)
 	}
+	next = math.Min(next, limit)
 	l.moved = t
 	if next = l.clamp(next); next <= l.rate {
 		return false

@@ -14,20 +14,15 @@ func (l *Law) Startup() bool { return l.startup }
 // part; 0 before the first refusal or quota.
 func (l *Law) Bound() float64 { return l.bound }
 
-// Open returns when the API said, at the last cut, it would take more: a
-// refusal of a request sent before it belongs to that cut.
-func (l *Law) Open() time.Duration { return l.open }
-
-// PaceAtBound sets the rate to LawMargin of the bound, out of startup
-// with a bound: a probe above it, or a climb below it, starts over.
-func (l *Law) PaceAtBound() {
+// Resume restarts a remembered law, as a fleet does when a worker starts
+// on a state it remembered: out of startup with a bound, the rate resumes
+// at lawMargin (0.98) of the bound, so that a probe above it, or a climb
+// below it, starts over. In startup, or with no bound, it is unchanged.
+func (l *Law) Resume() {
 	if !l.startup && l.bound > 0 {
-		l.rate = l.clamp(LawMargin * l.bound)
+		l.rate = l.clamp(lawMargin * l.bound)
 	}
 }
-
-// SetRate sets the pacing rate to r, within the limits.
-func (l *Law) SetRate(r float64) { l.rate = l.clamp(r) }
 
 // LawState is the adaptive law's shared state with absolute times, for
 // the whole budget: the estimator a fleet keeps in its bucket. Each worker
@@ -51,11 +46,15 @@ type LawState struct {
 	Full time.Time `json:"full,omitzero"`
 }
 
-// WindowFromRefusal is LawState.From for a W learned from the first
-// refusal after an idle start.
-const WindowFromRefusal = "refusal"
+var windowSources = [...]string{fromRefusal: "refusal", fromHeaders: "headers", fromConfig: "config"}
 
-var windowSources = [...]string{fromRefusal: WindowFromRefusal, fromHeaders: "headers", fromConfig: "config"}
+// LawStateAt returns the shared state of a law known only by its rate (a
+// rate one instance on its own remembered): out of startup at rate, which
+// the API was seen to accept (the bound and the ceil), last moved at
+// moved and last cut at cut, with W to be learned from a refusal.
+func LawStateAt(rate float64, moved, cut time.Time) LawState {
+	return LawState{Rate: rate, Moved: moved, Bound: rate, Ceil: rate, Cut: cut, Open: cut, From: windowSources[fromRefusal]}
+}
 
 // ParseWindowSource reports whether s names where a W came from.
 func ParseWindowSource(s string) bool {
@@ -67,7 +66,7 @@ func ParseWindowSource(s string) bool {
 	return false
 }
 
-// abs and Offset convert the law's offsets from base to times and back;
+// abs and offset convert the law's offsets from base to times and back;
 // never is the zero time.
 func abs(base time.Time, d time.Duration) time.Time {
 	if d <= never {
@@ -76,9 +75,9 @@ func abs(base time.Time, d time.Duration) time.Time {
 	return base.Add(d)
 }
 
-// Offset returns t as the law's offset from base; the zero time is the
+// offset returns t as the law's offset from base; the zero time is the
 // law's "not yet".
-func Offset(base, t time.Time) time.Duration {
+func offset(base, t time.Time) time.Duration {
 	if t.IsZero() {
 		return never
 	}
@@ -97,11 +96,11 @@ func (l *Law) Export(base time.Time, scale float64) LawState {
 // Load makes ls the law's shared state, with offsets from base and its
 // rates times scale; the record of the instance stays.
 func (l *Law) Load(ls LawState, base time.Time, scale float64) {
-	l.lawState = lawState{rate: l.clamp(ls.Rate * scale), startup: ls.Startup, moved: Offset(base, ls.Moved), probes: ls.Probes,
-		hold: ls.Hold, bound: ls.Bound * scale, ceil: ls.Ceil * scale, cut: Offset(base, ls.Cut), open: Offset(base, ls.Open),
-		noise: Offset(base, ls.Noise), window: ls.Window}
+	l.lawState = lawState{rate: l.clamp(ls.Rate * scale), startup: ls.Startup, moved: offset(base, ls.Moved), probes: ls.Probes,
+		hold: ls.Hold, bound: ls.Bound * scale, ceil: ls.Ceil * scale, cut: offset(base, ls.Cut), open: offset(base, ls.Open),
+		noise: offset(base, ls.Noise), window: ls.Window}
 	if l.hold <= 0 {
-		l.hold = ProbeBase
+		l.hold = probeBase
 	}
 	for i, v := range windowSources {
 		if v == ls.From {

@@ -130,7 +130,7 @@ func TestLawRetryAfterOfADay(t *testing.T) {
 	refuse(l, 20*time.Second+50*time.Millisecond, 20*time.Second, 24*time.Hour)
 	// The best span is the whole 20 s, stretched by the longest window the
 	// law models less a second.
-	want := LawMargin * 1000 * 60 / (20 + MaxWindow.Seconds() - 1)
+	want := lawMargin * 1000 * 60 / (20 + MaxWindow.Seconds() - 1)
 	if math.Abs(l.rate-want) > 0.01*want {
 		t.Fatalf("rate after a Retry-After of a day = %.1f, want %.1f", l.rate, want)
 	}
@@ -141,7 +141,7 @@ func TestLawRetryAfterOfADay(t *testing.T) {
 // cuts that find the same bound double the probe interval, up to its cap.
 func TestLawProbeInterval(t *testing.T) {
 	l := testLaw(t, ControllerAIMD, 1000)
-	l.startup, l.bound, l.ceil, l.rate, l.cut, l.from = false, 1000, 1000, LawMargin*1000, time.Second, 0
+	l.startup, l.bound, l.ceil, l.rate, l.cut, l.from = false, 1000, 1000, lawMargin*1000, time.Second, 0
 	fill(l, 0, 2*time.Second, 1000)
 	if refuse(l, 2*time.Second, 2*time.Second, 0) {
 		t.Fatal("a refusal at the bound within a window of the cut moved the rate")
@@ -153,10 +153,10 @@ func TestLawProbeInterval(t *testing.T) {
 		if !refuse(l, at, at, 0) {
 			t.Fatalf("refusal %d while probing: the rate did not move", i)
 		}
-		if l.rate != LawMargin*1000 {
-			t.Fatalf("refusal %d while probing: rate %v, want back to %v", i, l.rate, LawMargin*1000)
+		if l.rate != lawMargin*1000 {
+			t.Fatalf("refusal %d while probing: rate %v, want back to %v", i, l.rate, lawMargin*1000)
 		}
-		if want := min(2*hold, probeMaxFactor*ProbeBase); l.hold != want {
+		if want := min(2*hold, probeMaxFactor*probeBase); l.hold != want {
 			t.Fatalf("refusal %d finding the same bound: probe interval %v, want %v", i, l.hold, want)
 		}
 		hold = l.hold
@@ -174,10 +174,10 @@ func TestLawProbeShape(t *testing.T) {
 		{ControllerCUBIC, []float64{0.98 + 0.02/16, 0.98 + 0.02*8/16, 0.98 + 0.02*27/16, 0.98 + 0.02*64/16}},
 	} {
 		l := testLaw(t, tc.ctrl, 1000)
-		l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, LawMargin*1000, -1
+		l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, lawMargin*1000, -1
 		for i, want := range tc.want {
 			at := time.Duration(i+1) * l.hold
-			if l.raise(at-time.Millisecond, l); l.rate != LawMargin*1000 && i == 0 {
+			if l.raise(at-time.Millisecond, l); l.rate != lawMargin*1000 && i == 0 {
 				t.Fatalf("%s: raised before the probe interval", tc.ctrl)
 			}
 			l.raise(at, l)
@@ -192,7 +192,7 @@ func TestLawProbeShape(t *testing.T) {
 // that shows it, the bound takes that value.
 func TestLawMoreCapacity(t *testing.T) {
 	l := testLaw(t, ControllerAIMD, 1000)
-	l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, LawMargin*1000, 0
+	l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, lawMargin*1000, 0
 	fill(l, 0, 20*time.Second, 3000)
 	l.raise(20*time.Second, l)
 	if math.Abs(l.bound-3000) > 30 {
@@ -209,11 +209,11 @@ func TestLawMoreCapacity(t *testing.T) {
 func TestLawMoreCapacityProbeInterval(t *testing.T) {
 	for _, w := range []time.Duration{0, time.Second, time.Minute} {
 		l := testLaw(t, ControllerAIMD, 1000)
-		l.startup, l.bound, l.ceil, l.rate, l.from, l.window = false, 1000, 1000, LawMargin*1000, 0, w
-		l.hold = 8 * ProbeBase
+		l.startup, l.bound, l.ceil, l.rate, l.from, l.window = false, 1000, 1000, lawMargin*1000, 0, w
+		l.hold = 8 * probeBase
 		fill(l, 0, 2*time.Minute, 3000)
 		l.raise(2*time.Minute, l)
-		if want := max(ProbeBase, w); l.hold != want || l.probes != 1 {
+		if want := max(probeBase, w); l.hold != want || l.probes != 1 {
 			t.Errorf("W %v: probe interval %v and %d probes after more capacity, want %v and 1", w, l.hold, l.probes, want)
 		}
 		if math.Abs(l.ceil-3000) > 30 || math.Abs(l.rate-l.ceil) > 1e-9 {
@@ -316,8 +316,8 @@ func TestLawPauseIsNoSpan(t *testing.T) {
 	}
 }
 
-// The climb back toward the ceil steps every ProbeBase across a wide
-// bracket (startup's halving), and every max(ProbeBase, W) across a narrow
+// The climb back toward the ceil steps every probeBase across a wide
+// bracket (startup's halving), and every max(probeBase, W) across a narrow
 // one: a window API refuses a step only once its window has filled, so a
 // faster climb runs several steps past the capacity before it hears.
 func TestLawClimbStep(t *testing.T) {
@@ -327,12 +327,12 @@ func TestLawClimbStep(t *testing.T) {
 		window      time.Duration
 		step        time.Duration
 	}{
-		{"wide bracket", 1000, 2000, 10 * time.Second, ProbeBase},
+		{"wide bracket", 1000, 2000, 10 * time.Second, probeBase},
 		{"narrow bracket, W 10 s", 1000, 1200, 10 * time.Second, 10 * time.Second},
-		{"narrow bracket, W 1 s", 1000, 1200, time.Second, ProbeBase},
+		{"narrow bracket, W 1 s", 1000, 1200, time.Second, probeBase},
 	} {
 		l := testLaw(t, ControllerAIMD, 1000)
-		l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, tc.bound, tc.ceil, LawMargin*tc.bound, tc.window, -1
+		l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, tc.bound, tc.ceil, lawMargin*tc.bound, tc.window, -1
 		before := l.rate
 		if l.raise(tc.step-time.Millisecond, l) || l.rate != before {
 			t.Fatalf("%s: climbed before %v", tc.name, tc.step)
@@ -349,14 +349,14 @@ func TestLawClimbStep(t *testing.T) {
 // does not have, and make refusals at the new bound look like noise).
 func TestLawRescaleRecord(t *testing.T) {
 	l := testLaw(t, ControllerAIMD, 1500)
-	l.startup, l.bound, l.ceil, l.rate, l.from, l.window = false, 1500, 1500, LawMargin*1500, 0, time.Minute
+	l.startup, l.bound, l.ceil, l.rate, l.from, l.window = false, 1500, 1500, lawMargin*1500, 0, time.Minute
 	fill(l, 0, 120*time.Second, 1500)
 	l.Rescale(2.0/3, 1, 1e9)
 	fill(l, 120*time.Second, 130*time.Second, 1000)
 	if got := l.view(130 * time.Second).got; math.Abs(got-1000) > 20 {
 		t.Fatalf("accepted over the last minute, across a change to 2/3 of the part = %.0f/min, want about 1000", got)
 	}
-	if math.Abs(l.bound-1000) > 1e-9 || math.Abs(l.rate-LawMargin*1000) > 1e-9 {
-		t.Fatalf("bound %v rate %v after the change, want 1000 and %v", l.bound, l.rate, LawMargin*1000)
+	if math.Abs(l.bound-1000) > 1e-9 || math.Abs(l.rate-lawMargin*1000) > 1e-9 {
+		t.Fatalf("bound %v rate %v after the change, want 1000 and %v", l.bound, l.rate, lawMargin*1000)
 	}
 }

@@ -8,6 +8,10 @@ import (
 	"github.com/sluicehq/sluice/limiter/control"
 )
 
+// The adaptive law's margin, as docs/limiter.md's table of the law's
+// constants gives it.
+const lawMargin = 0.98
+
 // In startup the fleet doubles its rate, but never above k times the
 // larger of the initial rate and the units the fleet was accepted in the
 // last minute, k = max(2, fleetReach / the propagation delay), and never
@@ -52,7 +56,7 @@ func TestFleetReach(t *testing.T) {
 
 // lawFleet returns the law's whole-budget state after a first refusal at
 // 10 s of a request sent at 9.9 s with a Retry-After of 2 s, whose worker
-// measured 200 a minute: out of startup at control.LawMargin × 200.
+// measured 200 a minute: out of startup at lawMargin × 200.
 func lawFleet(t *testing.T, f Rules) State {
 	t.Helper()
 	r := report(10, 9.9, 2*time.Second)
@@ -65,7 +69,7 @@ func lawFleet(t *testing.T, f Rules) State {
 }
 
 // A law fleet's first refusal, with what the worker's record measured
-// clearly under half the rate, cuts to LawMargin of it and pauses the fleet
+// clearly under half the rate, cuts to lawMargin of it and pauses the fleet
 // for the Retry-After; the refusals of requests sent before that
 // Retry-After ran out belong to the same cut: they may extend the pause,
 // never cut.
@@ -73,8 +77,8 @@ func TestFleetLawThrottle(t *testing.T) {
 	f := testRules(t, nil)
 	s := lawFleet(t, f)
 	l := s.Law
-	if s.Rate != control.LawMargin*200 || l.Rate != s.Rate || l.Bound != 200 || l.Ceil != 200 || l.Startup || s.SlowStart || !s.Throttled {
-		t.Fatalf("after the cut: rate %v, law %+v; want %v out of startup, bound and ceil 200", s.Rate, *l, control.LawMargin*200)
+	if s.Rate != lawMargin*200 || l.Rate != s.Rate || l.Bound != 200 || l.Ceil != 200 || l.Startup || s.SlowStart || !s.Throttled {
+		t.Fatalf("after the cut: rate %v, law %+v; want %v out of startup, bound and ceil 200", s.Rate, *l, lawMargin*200)
 	}
 	if !l.Cut.Equal(fat(10)) || !l.Moved.Equal(fat(10)) || !s.LastCut.Equal(fat(10)) || !l.Open.Equal(fat(12)) ||
 		!l.Full.Equal(fat(9.9)) || !s.PausedUntil.Equal(fat(12)) || !s.Seen.Equal(fat(10)) {
@@ -96,14 +100,14 @@ func TestFleetLawThrottle(t *testing.T) {
 	for _, c := range []struct {
 		at, accepted, rate float64
 	}{
-		{60, 180, control.LawMargin * 180}, // the fleet's 180, more than the worker's 150
-		{70, 180, control.LawMargin * 180},
-		{70, 100, control.LawMargin * 150}, // the fleet's count is less: the worker's
+		{60, 180, lawMargin * 180}, // the fleet's 180, more than the worker's 150
+		{70, 180, lawMargin * 180},
+		{70, 100, lawMargin * 150}, // the fleet's count is less: the worker's
 	} {
 		r := report(c.at, c.at-0.1, 0)
 		r.Accepted = 150
 		ns, _, cut := f.Throttle(s, r, c.accepted)
-		if !cut || math.Abs(ns.Rate-c.rate) > 1e-9 || ns.Law.Bound != c.rate/control.LawMargin {
+		if !cut || math.Abs(ns.Rate-c.rate) > 1e-9 || ns.Law.Bound != c.rate/lawMargin {
 			t.Errorf("at %v with the fleet's %v: cut %v rate %v bound %v, want %v", c.at, c.accepted, cut, ns.Rate, ns.Law.Bound, c.rate)
 		}
 		if !ns.PausedUntil.Equal(fat(c.at + 1)) { // no Retry-After: control.LawRetryAfter
@@ -163,7 +167,7 @@ func TestFleetLawRaise(t *testing.T) {
 	}
 }
 
-// A remembered law state resumes at LawMargin of what the API was seen to
+// A remembered law state resumes at lawMargin of what the API was seen to
 // accept, and is written when that changed it; a state a worker on its own
 // remembered (its rate, no law) starts the law at that rate, which the API
 // was seen to accept, out of startup, and is written with the law.
@@ -172,8 +176,8 @@ func TestFleetLawResume(t *testing.T) {
 	s := lawFleet(t, f)
 	s, _ = f.Raise(s, fat(20), View{LastWait: fat(15), Sent: -1}) // probing at 200
 	ns, changed := f.Resume(s, fat(100))
-	if !changed || ns.Rate != control.LawMargin*200 || ns.Law.Rate != ns.Rate || ns.Law.Bound != 200 || ns.Law.Startup || ns.SlowStart || !ns.Law.Full.Equal(fat(9.9)) {
-		t.Fatalf("resumed: changed %v rate %v law %+v; want %v, bound 200, out of startup", changed, ns.Rate, *ns.Law, control.LawMargin*200)
+	if !changed || ns.Rate != lawMargin*200 || ns.Law.Rate != ns.Rate || ns.Law.Bound != 200 || ns.Law.Startup || ns.SlowStart || !ns.Law.Full.Equal(fat(9.9)) {
+		t.Fatalf("resumed: changed %v rate %v law %+v; want %v, bound 200, out of startup", changed, ns.Rate, *ns.Law, lawMargin*200)
 	}
 	lone := State{Adapt: control.Adapt{Rate: 5000, Throttled: true}, Seen: fat(0)}
 	ns, changed = f.Resume(lone, fat(60))
@@ -207,7 +211,7 @@ func TestFleetLawNoMeasure(t *testing.T) {
 		r := report(10, 9.9, time.Second)
 		r.Accepted = worker
 		s, _, cut := f.Throttle(f.Start(fat(0)), r, 0)
-		if !cut || s.Rate != control.LawMargin*300 || s.Law.Bound != 300 {
+		if !cut || s.Rate != lawMargin*300 || s.Law.Bound != 300 {
 			t.Errorf("worker's measure %v, fleet's 0: cut %v rate %v bound %v; want 0.98 × 300, bound 300", worker, cut, s.Rate, s.Law.Bound)
 		}
 	}

@@ -58,10 +58,11 @@ func (f *Rules) Start(now time.Time) State {
 // one if a worker wrote it less than remember ago, else (none stored: the
 // zero state) a new state at the initial rate, which must be written
 // (changed). With the adaptive law the remembered rate is the estimate:
-// out of startup, the rate resumes at lawMargin of what the API was seen
-// to accept (a probe above it, or a climb below it, starts over), and the
-// state is written when that changed it. A state that a worker on its own
-// remembered (no law, only its rate) starts the law at that rate.
+// out of startup, the rate resumes at 0.98 of what the API was seen to
+// accept (control.Law.Resume: a probe above it, or a climb below it,
+// starts over), and the state is written when that changed it. A state
+// that a worker on its own remembered (no law, only its rate) starts the
+// law at that rate.
 func (f *Rules) Resume(s State, now time.Time) (State, bool) {
 	if s.Seen.IsZero() || now.Sub(s.Seen) >= f.remember {
 		return f.Start(now), true
@@ -73,7 +74,7 @@ func (f *Rules) Resume(s State, now time.Time) (State, bool) {
 	}
 	l := f.law(s, now)
 	if s.Law != nil {
-		l.PaceAtBound()
+		l.Resume()
 	}
 	was := s
 	f.put(&s, l, now, s.LawState().Full)
@@ -104,14 +105,11 @@ func (f *Rules) Throttle(s State, r Report, accepted float64) (ns State, changed
 		}
 		l, was := f.law(s, now), s.LawState()
 		full := was.Full
-		m := control.Refusal{Sent: control.Offset(now, r.Sent), RetryAfter: ra, Accepted: r.Accepted, OK: r.Accepted > 0}
-		if was.Startup {
-			m.Window = r.Window
+		a := r.Accepted // the worker's measure, or the fleet's if more
+		if accepted > 0 && accepted > a {
+			a = accepted
 		}
-		if accepted > 0 && accepted > m.Accepted {
-			m.Accepted, m.OK = accepted, true
-		}
-		if cut = l.Decide(0, m); cut {
+		if cut = l.ReportedRefusal(now, r.Sent, ra, a, r.Window); cut {
 			full = r.Sent
 		}
 		f.put(&ns, l, now, full)
@@ -163,16 +161,15 @@ func (f *Rules) Raise(s State, now time.Time, v View) (State, bool) {
 			return s, false
 		}
 		l := f.law(s, now)
-		before := l.Rate()
 		got := -1.0
 		if now.Sub(was.Cut) >= time.Minute {
 			got = v.Accepted // the fleet's minute, all of it after the last cut
 		}
-		l.RaiseOn(0, got, v.Sent)
-		if l.Startup() && v.Delay > 0 {
-			k := math.Max(2, fleetReach.Seconds()/v.Delay.Seconds())
-			l.SetRate(math.Max(before, math.Min(l.Rate(), k*math.Max(f.cfg.InitialUnitsPerMinute, v.Accepted))))
+		limit := math.Inf(1) // startup's reach
+		if v.Delay > 0 {
+			limit = math.Max(2, fleetReach.Seconds()/v.Delay.Seconds()) * math.Max(f.cfg.InitialUnitsPerMinute, v.Accepted)
 		}
+		l.RaiseOn(0, got, v.Sent, limit)
 		if f.put(&ns, l, now, was.Full); s.Law != nil && *ns.Law == was {
 			return s, false
 		}

@@ -37,8 +37,7 @@ func (s State) LawState() control.LawState {
 	if s.Law != nil {
 		return *s.Law
 	}
-	return control.LawState{Rate: s.Rate, Moved: s.IncClock, Bound: s.Rate, Ceil: s.Rate, Cut: s.LastCut, Open: s.LastCut,
-		From: control.WindowFromRefusal}
+	return control.LawStateAt(s.Rate, s.IncClock, s.LastCut)
 }
 
 // View is what the workers tell a fleet's raise rule.
