@@ -297,12 +297,33 @@ func (l *Law) FollowCut(base, full time.Time, resume time.Duration) {
 // and the wait beyond a second.
 func (l *Law) measure(sent, ra time.Duration) refusal {
 	m := refusal{sent: sent, retryAfter: ra}
+	l.falsify(sent)
 	m.accepted, m.ok = l.estimate(sent, ra)
 	if m.ok && l.fresh {
 		m.window = min(sent-l.from+l.beyond(ra), MaxWindow)
 	}
 	l.fresh = false
 	return m
+}
+
+// falsify forgets a W that a refusal taught when the API has since taken
+// more than any window of W could, at a refusal of a request sent at
+// sent. At the last cutting refusal's send s the API was full; over the
+// span d = sent − s a sliding window of W frees no more than it took in
+// the windows before, and a fixed one refills at most ceil(d/W) times:
+// neither takes more than ceil(d/W) times the units sent over the W
+// before s. An API that did forgets faster (a leaky or token bucket,
+// which the time since sending began is no window of), and W is unknown
+// until the next idle start teaches it again.
+func (l *Law) falsify(sent time.Duration) {
+	s, w := l.refs[0], l.window
+	if l.wfrom != fromRefusal || w <= 0 || s < w || sent <= s {
+		return
+	}
+	n := math.Ceil(float64(sent-s) / float64(w))
+	if l.past.sum(&l.past.acc, s, sent) > (1+sameBound)*n*l.past.sum(&l.past.sent, s-w, s) {
+		l.window = 0
+	}
 }
 
 // afterCut starts the next span at resume, after a cut by a refusal of a

@@ -360,3 +360,31 @@ func TestLawRescaleRecord(t *testing.T) {
 		t.Fatalf("bound %v rate %v after the change, want 1000 and %v", l.bound, l.rate, lawMargin*1000)
 	}
 }
+
+// A W that a refusal taught is forgotten when the API has since taken
+// more than any window of W could: more, over the span since the last
+// cutting refusal's send, than ceil(span/W) times what was sent over the
+// W before it. A window's W is kept, and so is a W from the config.
+func TestLawForgetsFalsifiedWindow(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		after float64 // per minute, accepted from the refusal on
+		from  windowSource
+		want  time.Duration
+	}{
+		{"a leaky bucket: three times the window's take", 1800, fromRefusal, 0},
+		{"a window: what it held", 600, fromRefusal, 10 * time.Second},
+		{"the config's W", 1800, fromConfig, 10 * time.Second},
+	} {
+		l := testLaw(t, ControllerAIMD, 600)
+		l.startup, l.bound, l.ceil, l.rate = false, 600, 600, 588
+		l.window, l.wfrom, l.from = 10*time.Second, c.from, 0
+		fill(l, 10*time.Second, 20*time.Second, 600)
+		l.afterCut(20*time.Second, 20*time.Second)
+		fill(l, 20*time.Second, 35*time.Second, c.after)
+		l.measure(35*time.Second, time.Second)
+		if l.window != c.want {
+			t.Errorf("%s: W %v after the refusal at 35 s, want %v", c.name, l.window, c.want)
+		}
+	}
+}
