@@ -13,9 +13,7 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	c.waited = false
 	switch {
 	case c.law != nil:
-		if retryAfter <= 0 {
-			retryAfter = control.LawRetryAfter // a 429 says slow down even without a wait
-		}
+		retryAfter = control.RefusalWait(retryAfter)
 		// Following, the fleet decides (Report tells it what the record
 		// measured).
 		if !c.following && c.law.Refused(t, sent, retryAfter, t+min(retryAfter, c.cfg.MaxPause)) {

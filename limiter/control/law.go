@@ -35,6 +35,16 @@ const probeBase = 4 * time.Second
 // LawRetryAfter is the pause for a refusal that names no wait.
 const LawRetryAfter = time.Second
 
+// RefusalWait returns the wait a refusal with the Retry-After ra asks
+// for under the law: ra, or LawRetryAfter when it names none (0 or less),
+// since a 429 says slow down even without a wait.
+func RefusalWait(ra time.Duration) time.Duration {
+	if ra <= 0 {
+		return LawRetryAfter
+	}
+	return ra
+}
+
 // tally is the law's record of the recent past, in bins of binWidth by send
 // time: the units granted and the units the API accepted.
 type tally struct {
@@ -252,10 +262,7 @@ func (l *Law) MeasureRefusal(sent, ra time.Duration) (accepted float64, window t
 	if sent < l.open {
 		return -1, 0
 	}
-	if ra <= 0 {
-		ra = LawRetryAfter
-	}
-	m := l.measure(sent, ra)
+	m := l.measure(sent, RefusalWait(ra))
 	if !m.ok {
 		return -1, 0 // no window either: one is measured only with a span
 	}
@@ -271,10 +278,7 @@ func (l *Law) MeasureRefusal(sent, ra time.Duration) (accepted float64, window t
 // in startup, and is capped at MaxWindow like a learned one. It returns
 // whether the rate was cut.
 func (l *Law) ReportedRefusal(now, sent time.Time, ra time.Duration, accepted float64, window time.Duration) bool {
-	if ra <= 0 {
-		ra = LawRetryAfter
-	}
-	m := refusal{sent: offset(now, sent), retryAfter: ra}
+	m := refusal{sent: offset(now, sent), retryAfter: RefusalWait(ra)}
 	if accepted > 0 && !math.IsInf(accepted, 0) {
 		m.accepted, m.ok = accepted, true
 	}

@@ -93,16 +93,14 @@ func (f *Rules) Resume(s State, now time.Time) (State, bool) {
 // began sending together. With the classic rules it is their throttle,
 // cutting CUBIC from the worker's send rate divided by its share. A
 // Retry-After extends the fleet's pause (a refusal that names none, with
-// the law: control.LawRetryAfter). It returns the new state, whether it
+// the law: control.RefusalWait). It returns the new state, whether it
 // changed and whether the rate was cut.
 func (f *Rules) Throttle(s State, r Report, accepted float64) (ns State, changed, cut bool) {
 	now := latest(r.At, s.Seen)
 	ns = s
 	ra := r.RetryAfter
 	if f.adaptive() {
-		if ra <= 0 {
-			ra = control.LawRetryAfter
-		}
+		ra = control.RefusalWait(ra)
 		l, was := f.law(s, now), s.LawState()
 		full := was.Full
 		a := r.Accepted // the worker's measure, or the fleet's if more
