@@ -11,12 +11,24 @@ import (
 
 func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	c.waited = false
+	if c.law != nil {
+		retryAfter = control.RefusalWait(retryAfter)
+	}
+	until, paused := c.pauseEnd(t, c.restartBackoff(sent, retryAfter))
 	switch {
 	case c.law != nil:
-		retryAfter = control.RefusalWait(retryAfter)
+		// The law's next span starts when sending does: at the end of
+		// the pause this refusal leaves (its own, or one running longer).
+		resume := t
+		if paused {
+			resume = max(resume, until)
+		}
+		if c.paused {
+			resume = max(resume, c.pausedUntil)
+		}
 		// Following, the fleet decides (Report tells it what the record
 		// measured).
-		if !c.following && c.law.Refused(t, sent, retryAfter, t+min(retryAfter, c.cfg.MaxPause)) {
+		if !c.following && c.law.Refused(t, sent, retryAfter, resume) {
 			c.takeLaw()
 		}
 	case c.following:
@@ -24,7 +36,7 @@ func (c *Core) throttle(t, sent, retryAfter time.Duration) {
 	case c.rules.Throttle(&c.adapt, c.at(t), c.at(sent), c.measured(t)):
 		c.setRate(c.adapt.Rate)
 	}
-	if until, ok := c.pauseEnd(t, c.restartBackoff(sent, retryAfter)); ok {
+	if paused {
 		c.pause(until)
 		c.fleetPause = false
 	}

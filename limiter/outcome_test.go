@@ -30,3 +30,19 @@ func TestLawPausesWithoutRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// An answer whose send time is before the Core's start (a hand-made
+// ticket, a clock that went back) is taken without a panic: the law's
+// record drops what falls before it.
+func TestObserveSentBeforeStart(t *testing.T) {
+	c, err := NewCore(DefaultConfig(), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []call.Kind{call.Success, call.Throttle} {
+		c.Observe(at(1), at(-1), 1, call.Outcome{Kind: k, Status: 200})
+	}
+	if r := c.Rate(); r <= 0 {
+		t.Fatalf("rate %v after answers sent before the start", r)
+	}
+}

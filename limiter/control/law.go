@@ -32,6 +32,10 @@ const lawMargin = 0.98
 // probeBase is the least probe interval.
 const probeBase = 4 * time.Second
 
+// longestHold is the longest probe interval the law sets (W is at most
+// MaxWindow).
+const longestHold = max(probeMaxFactor*probeBase, 4*MaxWindow)
+
 // LawRetryAfter is the pause for a refusal that names no wait.
 const LawRetryAfter = time.Second
 
@@ -65,17 +69,23 @@ func (s *tally) roll(b int64) {
 	s.last = b
 }
 
+// addSent counts u units granted at t; a grant before the tally's first
+// bin or older than its record is dropped.
 func (s *tally) addSent(t time.Duration, u float64) {
 	b := s.bin(t)
+	if b < 0 || b <= s.last-binCount {
+		return
+	}
 	s.roll(b)
 	s.sent[b%binCount] += u
 }
 
 // addAcc counts u units accepted of a request sent at sent; an answer to a
-// request older than the tally is dropped.
+// request sent before the tally's first bin, after its newest or older
+// than its record is dropped.
 func (s *tally) addAcc(sent time.Duration, u float64) {
 	b := s.bin(sent)
-	if b > s.last || b <= s.last-binCount {
+	if b < 0 || b > s.last || b <= s.last-binCount {
 		return
 	}
 	s.acc[b%binCount] += u
@@ -174,10 +184,12 @@ func (l *Law) clamp(r float64) float64 { return math.Min(l.max, math.Max(l.min, 
 
 // Sent records a grant of u units at t; idle says the bucket was full and
 // nobody waited. Sending after an idle gap longer than a second (or four
-// requests' time at the rate) starts a new span: the API's memory of the
-// time before it is not the limiter's to measure.
+// units' time at the rate) starts a new span: the API's memory of the
+// time before it is not the limiter's to measure. The record of the last
+// refusals goes with it.
 func (l *Law) Sent(t time.Duration, u float64, idle bool) {
-	if l.from < 0 || idle && t-l.lastSent > max(time.Second, time.Duration(4/l.rate*60*float64(time.Second))) {
+	gap := (t - l.lastSent).Seconds() // in seconds: four units at a tiny rate overflow a Duration
+	if l.from < 0 || idle && gap > 1 && gap > 4/l.rate*60 {
 		l.from, l.fresh, l.refs = t, true, noRefs
 	}
 	l.lastSent = t
@@ -225,7 +237,10 @@ func (l *Law) estimate(sent, ra time.Duration) (a float64, ok bool) {
 		try(r)
 	}
 	if W := l.window; W >= 2*time.Second && !l.fresh {
-		if from := sent + extra - W; from >= 0 {
+		// Its sending time is W − the wait beyond a second: like the other
+		// spans, one shorter than a second is not tried (a Retry-After
+		// of W or more leaves nothing to read).
+		if from := sent + extra - W; from >= 0 && sent-from >= time.Second {
 			a, ok = math.Max(a, perMin(l.past.sum(&l.past.acc, from, sent), W)), true
 		}
 	}
@@ -233,9 +248,9 @@ func (l *Law) estimate(sent, ra time.Duration) (a float64, ok bool) {
 }
 
 // Refused applies a refusal at t of a request sent at sent, with the
-// Retry-After ra (0: none), after which the limiter sends again at resume
-// (the end of the pause max_pause allows). It returns whether the rate
-// changed.
+// Retry-After ra (0 or less: none, read as LawRetryAfter), after which
+// the limiter sends again at resume (the end of the pause it keeps). It
+// returns whether the rate changed.
 func (l *Law) Refused(t, sent, ra, resume time.Duration) bool {
 	if sent < l.open { // open is never before cut
 		// One of the refusals the last cut answered, or a request sent
@@ -243,6 +258,7 @@ func (l *Law) Refused(t, sent, ra, resume time.Duration) bool {
 		// its Retry-After, capped by max_pause): the same overshoot.
 		return false
 	}
+	ra = RefusalWait(ra)
 	if !l.decide(t, l.measure(sent, ra)) {
 		return false
 	}
@@ -428,12 +444,21 @@ func (l *Law) SentRate(t time.Duration) float64 {
 func (l *Law) Raise(t time.Duration) bool { return l.raise(t, l) }
 
 // RaiseOn is Raise with what a worker saw instead of the law's record:
-// got, what the API accepted lately (-1: not known), and sent, what was
-// sent over the last 2 s (-1: not known), per minute of this part. In
-// startup the doubling goes no higher than limit (+Inf: no limit); a
-// limit below the rate does not lower it.
+// got, what the API accepted lately (-1 or not finite: not known), and
+// sent, what was sent over the last 2 s (the same), per minute of this
+// part. In startup the doubling goes no higher than limit (+Inf or NaN:
+// no limit); a limit below the rate does not lower it.
 func (l *Law) RaiseOn(t time.Duration, got, sent, limit float64) bool {
-	v := &view{got: got, sent: sent}
+	finite := func(x float64) float64 {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return -1 // not known: a sum of absurd reports is no measure
+		}
+		return x
+	}
+	if math.IsNaN(limit) {
+		limit = math.Inf(1)
+	}
+	v := &view{got: finite(got), sent: finite(sent)}
 	if l.startup {
 		return l.double(t, v, limit)
 	}

@@ -94,17 +94,26 @@ func (l *Law) Export(base time.Time, scale float64) LawState {
 }
 
 // Load makes ls the law's shared state, with offsets from base and its
-// rates times scale; the record of the instance stays.
+// rates times scale; the record of the instance stays, and so does a W
+// this instance's config set. A window or probe interval longer than the
+// law ever sets is cut to its longest.
 func (l *Law) Load(ls LawState, base time.Time, scale float64) {
+	window, wfrom := l.window, l.wfrom
 	l.lawState = lawState{rate: l.clamp(ls.Rate * scale), startup: ls.Startup, moved: offset(base, ls.Moved), probes: ls.Probes,
-		hold: ls.Hold, bound: ls.Bound * scale, ceil: ls.Ceil * scale, cut: offset(base, ls.Cut), open: offset(base, ls.Open),
-		noise: offset(base, ls.Noise), window: ls.Window}
+		hold: min(ls.Hold, longestHold), bound: ls.Bound * scale, ceil: ls.Ceil * scale, cut: offset(base, ls.Cut), open: offset(base, ls.Open),
+		noise: offset(base, ls.Noise), window: min(ls.Window, MaxWindow)}
 	if l.hold <= 0 {
 		l.hold = probeBase
+	}
+	if l.window < 0 {
+		l.window = 0
 	}
 	for i, v := range windowSources {
 		if v == ls.From {
 			l.wfrom = windowSource(i)
 		}
+	}
+	if wfrom == fromConfig {
+		l.window, l.wfrom = window, wfrom
 	}
 }
