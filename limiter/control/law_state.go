@@ -101,12 +101,9 @@ func (l *Law) Load(ls LawState, base time.Time, scale float64) {
 	window, wfrom := l.window, l.wfrom
 	l.lawState = lawState{rate: l.clamp(ls.Rate * scale), startup: ls.Startup, moved: offset(base, ls.Moved), probes: ls.Probes,
 		hold: min(ls.Hold, longestHold), bound: ls.Bound * scale, ceil: ls.Ceil * scale, cut: offset(base, ls.Cut), open: offset(base, ls.Open),
-		noise: offset(base, ls.Noise), window: min(ls.Window, MaxWindow)}
+		noise: offset(base, ls.Noise), window: max(min(ls.Window, MaxWindow), 0)}
 	if l.hold <= 0 {
 		l.hold = probeBase
-	}
-	if l.window < 0 {
-		l.window = 0
 	}
 	for i, v := range windowSources {
 		if v == ls.From {
