@@ -141,7 +141,7 @@ type lawState struct {
 	cut   time.Duration // when the last cut was; refusals of requests sent before it belong to it
 	open  time.Duration // when the API said, at the last cut, it would take more; refusals of requests sent before it belong to that cut too
 
-	noise  time.Duration // the last refusal at the bound that the API was seen to accept, or the last cut
+	noise  time.Duration // the last refusal at the bound that the API was seen to accept
 	window time.Duration // W: the API's memory, learned at the first refusal after an idle start
 	wfrom  windowSource  // where W came from
 }
@@ -387,10 +387,10 @@ func (l *Law) decide(t time.Duration, m refusal) bool {
 		c = a // refused above what the API accepted
 	case prev > lawMargin*l.bound*1.001:
 		c = math.Min(l.bound, prev) // refused while probing: back below the bound
-	case t-l.cut < max(probeBase, l.window) || l.noise <= l.cut:
+	case t-l.cut < max(probeBase, l.window) || t-l.noise >= l.hold:
 		// Refused at the bound, with the API seen to accept the rate:
-		// a window's echo of an overshoot, or the first burst or jitter
-		// since the last cut. The pause is all.
+		// a window's echo of an overshoot, or one burst or jitter in a
+		// probe interval. The pause is all.
 		l.noise = t
 		return false
 	}
@@ -476,15 +476,10 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 	if climbing {
 		// A wide bracket (startup's halving) is crossed fast; in a narrow
 		// one each step waits a window, so that the API has seen it before
-		// the next: a window refuses late. A step of g risks a refusal,
-		// whose pause costs about LawRetryAfter of sending: the step
-		// waits until its gain has paid for that, LawRetryAfter / g.
+		// the next: a window refuses late.
 		hold = probeBase
 		if l.ceil < wideBracket*l.bound {
 			hold = max(probeBase, l.window)
-		}
-		if g := l.climbTo()/l.rate - 1; g > 0 {
-			hold = max(hold, time.Duration(math.Min(float64(LawRetryAfter)/g, float64(longestHold))))
 		}
 	}
 	if t-l.moved < hold {
@@ -500,7 +495,7 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 	l.bound = math.Max(l.bound, l.rate) // held for the probe interval without a refusal
 	var next float64
 	if climbing {
-		next = l.climbTo()
+		next = math.Min(lawMargin*l.ceil, math.Min(1.25*l.rate, (l.rate+l.ceil)/2))
 	} else {
 		l.probes++
 		x := float64(l.probes)
@@ -517,12 +512,6 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 	}
 	l.rate = next
 	return true
-}
-
-// climbTo returns the climb's next rate: lawMargin of the ceil, but a
-// step of at most a quarter of the rate and half the way.
-func (l *Law) climbTo() float64 {
-	return math.Min(lawMargin*l.ceil, math.Min(1.25*l.rate, (l.rate+l.ceil)/2))
 }
 
 // double is startup's raise: ×2 every startupInterval, at most twice what

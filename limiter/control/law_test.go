@@ -319,10 +319,7 @@ func TestLawPauseIsNoSpan(t *testing.T) {
 // The climb back toward the ceil steps every probeBase across a wide
 // bracket (startup's halving), and every max(probeBase, W) across a narrow
 // one: a window API refuses a step only once its window has filled, so a
-// faster climb runs several steps past the capacity before it hears. A
-// small step waits longer, LawRetryAfter / g for a step of g: it risks a
-// refusal whose pause costs about that much sending, so it waits until
-// its gain has paid for it.
+// faster climb runs several steps past the capacity before it hears.
 func TestLawClimbStep(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -330,13 +327,9 @@ func TestLawClimbStep(t *testing.T) {
 		window      time.Duration
 		step        time.Duration
 	}{
-		// 980 → min(0.98 × 2000, 1.25 × 980): a step of 25%, 4 s.
 		{"wide bracket", 1000, 2000, 10 * time.Second, probeBase},
-		// 980 → (980 + 1200) / 2 = 1090: a step of 11.2%, 8.9 s.
 		{"narrow bracket, W 10 s", 1000, 1200, 10 * time.Second, 10 * time.Second},
-		{"narrow bracket, W 1 s", 1000, 1200, time.Second, 8909 * time.Millisecond},
-		// 980 → (980 + 1030) / 2 = 1005: a step of 2.55%, 39.2 s.
-		{"small step, W 10 s", 1000, 1030, 10 * time.Second, 39200 * time.Millisecond},
+		{"narrow bracket, W 1 s", 1000, 1200, time.Second, probeBase},
 	} {
 		l := testLaw(t, ControllerAIMD, 1000)
 		l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, tc.bound, tc.ceil, lawMargin*tc.bound, tc.window, -1
@@ -344,37 +337,9 @@ func TestLawClimbStep(t *testing.T) {
 		if l.raise(tc.step-time.Millisecond, l) || l.rate != before {
 			t.Fatalf("%s: climbed before %v", tc.name, tc.step)
 		}
-		if !l.raise(tc.step+time.Millisecond, l) || !(l.rate > before) {
+		if !l.raise(tc.step, l) || !(l.rate > before) {
 			t.Fatalf("%s: no climb at %v (rate %v)", tc.name, tc.step, l.rate)
 		}
-	}
-}
-
-// A refusal at the bound, with the API seen to accept the rate, is
-// forgiven once after a cut (a burst or jitter): the pause is all. The
-// next one cuts, however long after: a rate a little above a leaky
-// bucket's is refused every time its burst fills, and each refusal
-// forgiven costs a pause.
-func TestLawRefusalAtTheBound(t *testing.T) {
-	l := testLaw(t, ControllerAIMD, 1000)
-	l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, lawMargin*1000, 0
-	l.cut, l.noise, l.hold = 10*time.Second, 10*time.Second, probeBase
-	fill(l, 0, 30*time.Second, lawMargin*1000)
-	if refuse(l, 30*time.Second, 30*time.Second, 0) {
-		t.Fatal("the first refusal at the bound since the cut moved the rate")
-	}
-	// Further apart than the probe interval: not a burst any more.
-	fill(l, 31*time.Second, 60*time.Second, lawMargin*1000)
-	if !refuse(l, 60*time.Second, 60*time.Second, 0) {
-		t.Fatal("the second refusal at the bound since the cut, 30 s later, did not cut")
-	}
-	if want := lawMargin * lawMargin * 1000; math.Abs(l.rate-want) > 1e-9 {
-		t.Fatalf("rate after the second refusal at the bound = %v, want %v", l.rate, want)
-	}
-	// And after that cut, the first is forgiven again.
-	fill(l, 61*time.Second, 90*time.Second, l.rate)
-	if refuse(l, 90*time.Second, 90*time.Second, 0) {
-		t.Fatal("the first refusal at the bound after the new cut moved the rate")
 	}
 }
 
