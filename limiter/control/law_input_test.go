@@ -94,3 +94,21 @@ func TestLawLoadBounds(t *testing.T) {
 		t.Errorf("W after loading 24h: %v, want %v", l.window, MaxWindow)
 	}
 }
+
+// Refused reads a Retry-After of 0 or less as LawRetryAfter itself, as
+// Core does before it calls: a refusal that names no wait still says the
+// API is full for a second, so refusals of requests sent in that second
+// belong to the cut.
+func TestLawRefusedNamesNoWait(t *testing.T) {
+	for _, ra := range []time.Duration{0, -time.Second} {
+		l := testLaw(t, ControllerAIMD, 6000)
+		fill(l, 0, 20*time.Second, 3000)
+		at := 20 * time.Second
+		if !l.Refused(at, at-50*time.Millisecond, ra, at+LawRetryAfter) {
+			t.Fatalf("Retry-After %v: the first refusal did not cut", ra)
+		}
+		if want := at + LawRetryAfter; l.open != want {
+			t.Errorf("Retry-After %v: the API takes more from %v, want %v", ra, l.open, want)
+		}
+	}
+}
