@@ -207,27 +207,9 @@ func TestDedupeAndStats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The consumer's counts follow the stream's a moment after a publish
-	// is acked, and a moment after a receive or a nak: each check waits
-	// for the server to catch up, deadline only a net.
-	deadline := time.Now().Add(time.Minute)
-	settle := func(want sources.Stats) sources.Stats {
-		t.Helper()
-		for {
-			st, err := s.Stats(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := st
-			got.Oldest = time.Time{}
-			if got == want || time.Now().After(deadline) {
-				return st
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	deadline := time.Now().Add(time.Minute) // only a net: each wait below is for the server to catch up
 	before := time.Now()
-	st := settle(sources.Stats{Pending: 4})
+	st := settleStats(t, s, deadline, sources.Stats{Pending: 4})
 	// Oldest is job-1's publish time, a moment ago.
 	if st.Oldest.IsZero() || st.Oldest.After(before) || before.Sub(st.Oldest) > time.Minute {
 		t.Errorf("oldest %v, want job-1's publish time just before %v", st.Oldest, before)
@@ -256,7 +238,7 @@ func TestDedupeAndStats(t *testing.T) {
 		t.Fatalf("publish dead letter: %v", err)
 	}
 	want := sources.Stats{Pending: 2, AckPending: 2, Redelivered: 0, DeadLetters: 1}
-	st = settle(want)
+	st = settleStats(t, s, deadline, want)
 	st.Oldest = time.Time{}
 	if st != want {
 		t.Errorf("stats: %+v, want %+v", st, want)
@@ -291,6 +273,25 @@ func TestDedupeAndStats(t *testing.T) {
 	}
 	if st.Done != 4 || !st.Oldest.IsZero() || st.Pending+st.AckPending != 0 {
 		t.Errorf("stats after every ack: %+v, want 4 done and no oldest", st)
+	}
+}
+
+// settleStats returns the stats of s once they are want but for Oldest,
+// or the last read at deadline. The consumer's counts follow the stream's
+// a moment after a publish is acked, a receive or a nak.
+func settleStats(t *testing.T, s *natsjs.Source, deadline time.Time, want sources.Stats) sources.Stats {
+	t.Helper()
+	for {
+		st, err := s.Stats(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := st
+		got.Oldest = time.Time{}
+		if got == want || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
