@@ -209,7 +209,7 @@ func TestDedupeAndStats(t *testing.T) {
 	}
 	deadline := time.Now().Add(time.Minute) // only a net: each wait below is for the server to catch up
 	before := time.Now()
-	st := settleStats(t, s, deadline, sources.Stats{Pending: 4})
+	st := settleStats(t, s, deadline, statsAre(sources.Stats{Pending: 4}))
 	// Oldest is job-1's publish time, a moment ago.
 	if st.Oldest.IsZero() || st.Oldest.After(before) || before.Sub(st.Oldest) > time.Minute {
 		t.Errorf("oldest %v, want job-1's publish time just before %v", st.Oldest, before)
@@ -238,7 +238,7 @@ func TestDedupeAndStats(t *testing.T) {
 		t.Fatalf("publish dead letter: %v", err)
 	}
 	want := sources.Stats{Pending: 2, AckPending: 2, Redelivered: 0, DeadLetters: 1}
-	st = settleStats(t, s, deadline, want)
+	st = settleStats(t, s, deadline, statsAre(want))
 	st.Oldest = time.Time{}
 	if st != want {
 		t.Errorf("stats: %+v, want %+v", st, want)
@@ -262,36 +262,36 @@ func TestDedupeAndStats(t *testing.T) {
 	}
 	_ = msgs[0].Ack(ctx)
 	// Every job acked: 4 done (the duplicate is no job), none left.
-	for {
-		if st, err = s.Stats(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if (st.Done == 4 && st.Oldest.IsZero() && st.Pending+st.AckPending == 0) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	done := func(st sources.Stats) bool {
+		return st.Done == 4 && st.Oldest.IsZero() && st.Pending+st.AckPending == 0
 	}
-	if st.Done != 4 || !st.Oldest.IsZero() || st.Pending+st.AckPending != 0 {
+	if st = settleStats(t, s, deadline, done); !done(st) {
 		t.Errorf("stats after every ack: %+v, want 4 done and no oldest", st)
 	}
 }
 
-// settleStats returns the stats of s once they are want but for Oldest,
-// or the last read at deadline. The consumer's counts follow the stream's
-// a moment after a publish is acked, a receive or a nak.
-func settleStats(t *testing.T, s *natsjs.Source, deadline time.Time, want sources.Stats) sources.Stats {
+// settleStats returns the stats of s once ok holds for them, or the last
+// read at deadline. The consumer's counts follow the stream's a moment
+// after a publish is acked, a receive, an ack or a nak.
+func settleStats(t *testing.T, s *natsjs.Source, deadline time.Time, ok func(sources.Stats) bool) sources.Stats {
 	t.Helper()
 	for {
 		st, err := s.Stats(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := st
-		got.Oldest = time.Time{}
-		if got == want || time.Now().After(deadline) {
+		if ok(st) || time.Now().After(deadline) {
 			return st
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// statsAre says whether stats are want, but for Oldest.
+func statsAre(want sources.Stats) func(sources.Stats) bool {
+	return func(st sources.Stats) bool {
+		st.Oldest = time.Time{}
+		return st == want
 	}
 }
 
@@ -520,18 +520,9 @@ func TestServerRestart(t *testing.T) {
 	held := receive(10)
 	// Wait until the server has recorded the 30 acks.
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := s.Stats(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.AckPending == 10 && st.Pending == 60 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stats before restart: %+v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
+	recorded := func(st sources.Stats) bool { return st.AckPending == 10 && st.Pending == 60 }
+	if st := settleStats(t, s, deadline, recorded); !recorded(st) {
+		t.Fatalf("stats before restart: %+v", st)
 	}
 
 	srv.Shutdown()
