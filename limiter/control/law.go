@@ -15,11 +15,11 @@ import (
 // The law's constants; docs/limiter.md has them in one table.
 const (
 	startupInterval = 2 * time.Second        // startup doubles the rate this often
-	probeMaxFactor  = 64                     // the probe interval grows to this many times its base
+	probeMaxFactor  = 16                     // the probe interval grows to this many times its base
 	probeStep       = 0.02                   // a probe's step, a fraction of the ceil
 	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure),
 	sameDrop        = 0.25                   // nor one at most this fraction below it: noise, not a new capacity
-	wideBracket     = 1.5                    // a ceil above this many times the bound is climbed to every probeBase; a nearer one every max(probeBase, W)
+	wideBracket     = 1.5                    // a ceil above this many times the bound is climbed to every climbHold; a nearer one every max(climbHold, W)
 	moreSpan        = 16 * time.Second       // the least span that can show more capacity
 	longestSpan     = 128 * time.Second      // the longest power-of-two span the estimate tries
 	binWidth        = 250 * time.Millisecond // the tally's resolution
@@ -29,8 +29,13 @@ const (
 // lawMargin is the fraction of the bound the law paces at.
 const lawMargin = 0.98
 
-// probeBase is the least probe interval.
-const probeBase = 4 * time.Second
+// climbHold is the least hold of a step of the climb back toward the
+// ceil, and the least time a window's echo of an overshoot lasts.
+const climbHold = 4 * time.Second
+
+// probeBase is the least probe interval: a probe holds at least the span
+// over which the API can show more capacity.
+const probeBase = moreSpan
 
 // longestHold is the longest probe interval the law sets (W is at most
 // MaxWindow).
@@ -387,7 +392,7 @@ func (l *Law) decide(t time.Duration, m refusal) bool {
 		c = a // refused above what the API accepted
 	case prev > lawMargin*l.bound*1.001:
 		c = math.Min(l.bound, prev) // refused while probing: back below the bound
-	case t-l.cut < max(probeBase, l.window) || t-l.noise >= l.hold:
+	case t-l.cut < max(climbHold, l.window) || t-l.noise >= l.hold:
 		// Refused at the bound, with the API seen to accept the rate:
 		// a window's echo of an overshoot, or one burst or jitter in a
 		// probe interval. The pause is all.
@@ -477,9 +482,9 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 		// A wide bracket (startup's halving) is crossed fast; in a narrow
 		// one each step waits a window, so that the API has seen it before
 		// the next: a window refuses late.
-		hold = probeBase
+		hold = climbHold
 		if l.ceil < wideBracket*l.bound {
-			hold = max(probeBase, l.window)
+			hold = max(climbHold, l.window)
 		}
 	}
 	if t-l.moved < hold {

@@ -163,6 +163,30 @@ func TestLawProbeInterval(t *testing.T) {
 	}
 }
 
+// A cut that finds a new bound, at an API that shows no window, sets the
+// probe interval to 16 s (docs/limiter.md, rule 3): the first probe at
+// the ceiling comes no sooner, since a probe held for less cannot show
+// more capacity and a refused one costs a pause.
+func TestLawProbeBase(t *testing.T) {
+	l := testLaw(t, ControllerAIMD, 1000)
+	l.startup, l.bound, l.ceil, l.rate, l.from = false, 2000, 2000, lawMargin*2000, 0
+	fill(l, 0, 20*time.Second, 1000)
+	if !refuse(l, 20*time.Second, 20*time.Second, 0) {
+		t.Fatal("a refusal at twice what the API accepted did not cut")
+	}
+	if l.hold != 16*time.Second {
+		t.Fatalf("probe interval after a cut to a new bound: %v, want 16s", l.hold)
+	}
+	l.ceil = l.bound // at the ceiling: the next raise is a probe
+	before := l.rate
+	if l.raise(l.cut+16*time.Second-time.Millisecond, l) || l.rate != before {
+		t.Fatalf("probed %v after the cut, before the probe interval", 16*time.Second-time.Millisecond)
+	}
+	if !l.raise(l.cut+16*time.Second, l) || !(l.rate > before) {
+		t.Fatalf("no probe 16 s after the cut (rate %v)", l.rate)
+	}
+}
+
 // The probes above the ceil: AIMD steps linearly, CUBIC as x³/16, each
 // after a probe interval without a refusal.
 func TestLawProbeShape(t *testing.T) {
@@ -202,15 +226,15 @@ func TestLawMoreCapacity(t *testing.T) {
 
 // After more capacity shows, the probes start over from it, at the
 // interval a cut sets, max(probe base, W): against a window of a minute a
-// probe held for 4 s proves nothing, and probing every 4 s ratchets B
-// past the quota before the window refuses. The ceiling it passed moves
+// probe held for less than the window proves nothing, and probing sooner
+// ratchets B past the quota before the window refuses. The ceiling it passed moves
 // up with B, so that the first probe is from the new B, not at or below
 // the rate.
 func TestLawMoreCapacityProbeInterval(t *testing.T) {
 	for _, w := range []time.Duration{0, time.Second, time.Minute} {
 		l := testLaw(t, ControllerAIMD, 1000)
 		l.startup, l.bound, l.ceil, l.rate, l.from, l.window = false, 1000, 1000, lawMargin*1000, 0, w
-		l.hold = 8 * probeBase
+		l.hold = 4 * probeBase // longer than its base, and held before the raise
 		fill(l, 0, 2*time.Minute, 3000)
 		l.raise(2*time.Minute, l)
 		if want := max(probeBase, w); l.hold != want || l.probes != 1 {
@@ -316,8 +340,8 @@ func TestLawPauseIsNoSpan(t *testing.T) {
 	}
 }
 
-// The climb back toward the ceil steps every probeBase across a wide
-// bracket (startup's halving), and every max(probeBase, W) across a narrow
+// The climb back toward the ceil steps every climbHold across a wide
+// bracket (startup's halving), and every max(climbHold, W) across a narrow
 // one: a window API refuses a step only once its window has filled, so a
 // faster climb runs several steps past the capacity before it hears.
 func TestLawClimbStep(t *testing.T) {
@@ -327,9 +351,9 @@ func TestLawClimbStep(t *testing.T) {
 		window      time.Duration
 		step        time.Duration
 	}{
-		{"wide bracket", 1000, 2000, 10 * time.Second, probeBase},
+		{"wide bracket", 1000, 2000, 10 * time.Second, climbHold},
 		{"narrow bracket, W 10 s", 1000, 1200, 10 * time.Second, 10 * time.Second},
-		{"narrow bracket, W 1 s", 1000, 1200, time.Second, probeBase},
+		{"narrow bracket, W 1 s", 1000, 1200, time.Second, climbHold},
 	} {
 		l := testLaw(t, ControllerAIMD, 1000)
 		l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, tc.bound, tc.ceil, lawMargin*tc.bound, tc.window, -1

@@ -121,16 +121,16 @@ func TestFleetLawThrottle(t *testing.T) {
 func TestFleetLawWindow(t *testing.T) {
 	f := testRules(t, nil)
 	r := report(10, 9.9, 2*time.Second)
-	r.Accepted, r.Window = 200, 5*time.Second
+	r.Accepted, r.Window = 200, 20*time.Second
 	s, _, _ := f.Throttle(f.Start(fat(0)), r, 0)
-	if s.Law.Window != 5*time.Second || s.Law.From != "refusal" || s.Law.Hold != 5*time.Second {
-		t.Fatalf("after the first refusal: window %v from %q hold %v, want 5s from the refusal, hold 5s", s.Law.Window, s.Law.From, s.Law.Hold)
+	if s.Law.Window != 20*time.Second || s.Law.From != "refusal" || s.Law.Hold != 20*time.Second {
+		t.Fatalf("after the first refusal: window %v from %q hold %v, want 20s from the refusal, hold 20s", s.Law.Window, s.Law.From, s.Law.Hold)
 	}
-	r = report(30, 29.9, 0)
+	r = report(40, 39.9, 0)
 	r.Accepted, r.Window = 150, 9*time.Second
 	ns, _, cut := f.Throttle(s, r, 0)
-	if !cut || ns.Law.Window != 5*time.Second {
-		t.Fatalf("a later refusal: cut %v window %v, want a cut and the window 5s kept", cut, ns.Law.Window)
+	if !cut || ns.Law.Window != 20*time.Second {
+		t.Fatalf("a later refusal: cut %v window %v, want a cut and the window 20s kept", cut, ns.Law.Window)
 	}
 }
 
@@ -146,11 +146,11 @@ func TestFleetLawRaise(t *testing.T) {
 	if ns, raised := f.Raise(s, fat(13), View{LastWait: fat(12.5), Sent: -1}); raised || ns.Law != s.Law {
 		t.Fatal("a raise within the probe interval changed the state")
 	}
-	ns, raised := f.Raise(s, fat(20), View{LastWait: fat(10.5), Sent: -1, Accepted: 300})
-	if !raised || ns.Rate != 200 || ns.Law.Bound != 200 || ns.Law.Probes != 1 || !ns.Law.Moved.Equal(fat(20)) || !ns.IncClock.Equal(fat(20)) {
-		t.Fatalf("a probe 10 s after the cut: raised %v rate %v law %+v; want the first probe to 200, the fleet's 300 not read", raised, ns.Rate, *ns.Law)
+	ns, raised := f.Raise(s, fat(26), View{LastWait: fat(10.5), Sent: -1, Accepted: 300})
+	if !raised || ns.Rate != 200 || ns.Law.Bound != 200 || ns.Law.Probes != 1 || !ns.Law.Moved.Equal(fat(26)) || !ns.IncClock.Equal(fat(26)) {
+		t.Fatalf("a probe 16 s after the cut: raised %v rate %v law %+v; want the first probe to 200, the fleet's 300 not read", raised, ns.Rate, *ns.Law)
 	}
-	if _, raised := f.Raise(ns, fat(30), View{LastWait: fat(19.9), Sent: -1}); raised {
+	if _, raised := f.Raise(ns, fat(50), View{LastWait: fat(25.9), Sent: -1}); raised {
 		t.Fatal("raised with the last wait before the last raise")
 	}
 	ns, _ = f.Raise(s, fat(69.9), View{LastWait: fat(69), Sent: -1, Accepted: 300})
@@ -174,7 +174,7 @@ func TestFleetLawRaise(t *testing.T) {
 func TestFleetLawResume(t *testing.T) {
 	f := testRules(t, nil)
 	s := lawFleet(t, f)
-	s, _ = f.Raise(s, fat(20), View{LastWait: fat(15), Sent: -1}) // probing at 200
+	s, _ = f.Raise(s, fat(26), View{LastWait: fat(25), Sent: -1}) // probing at 200
 	ns, changed := f.Resume(s, fat(100))
 	if !changed || ns.Rate != lawMargin*200 || ns.Law.Rate != ns.Rate || ns.Law.Bound != 200 || ns.Law.Startup || ns.SlowStart || !ns.Law.Full.Equal(fat(9.9)) {
 		t.Fatalf("resumed: changed %v rate %v law %+v; want %v, bound 200, out of startup", changed, ns.Rate, *ns.Law, lawMargin*200)
