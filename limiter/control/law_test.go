@@ -227,9 +227,9 @@ func TestLawMoreCapacity(t *testing.T) {
 // After more capacity shows, the probes start over from it, at the
 // interval a cut sets, max(probe base, W): against a window of a minute a
 // probe held for less than the window proves nothing, and probing sooner
-// ratchets B past the quota before the window refuses. The ceiling it passed moves
-// up with B, so that the first probe is from the new B, not at or below
-// the rate.
+// ratchets B past the quota before the window refuses. The ceiling it
+// passed moves up with B, so that the first probe is from the new B, not
+// at or below the rate.
 func TestLawMoreCapacityProbeInterval(t *testing.T) {
 	for _, w := range []time.Duration{0, time.Second, time.Minute} {
 		l := testLaw(t, ControllerAIMD, 1000)
