@@ -29,6 +29,10 @@ const (
 // lawMargin is the fraction of the bound the law paces at.
 const lawMargin = 0.98
 
+// usedRate is the fraction of the rate that must have been sent over the
+// last startupInterval for a raise above it.
+const usedRate = 0.9
+
 // climbHold is the least hold of a step of the climb back toward the
 // ceil, and the least time a window's echo of an overshoot lasts.
 const climbHold = 4 * time.Second
@@ -490,10 +494,16 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 	if t-l.moved < hold {
 		return false
 	}
+	v := rec.view(t)
+	if v.sent >= 0 && v.sent < usedRate*l.rate {
+		// The demand does not fill the rate: a higher one would test
+		// nothing, and the API has not been seen to accept this one.
+		return false
+	}
 	// What the API accepted lately, when it is more than the bound, moves
 	// the bound up and restarts the probes from it: above a ceiling it
 	// passed, the ceiling too (a refusal there is out of date).
-	if got := rec.view(t).got; got > (1+probeStep)*l.bound {
+	if got := v.got; got > (1+probeStep)*l.bound {
 		l.bound, l.probes, l.hold = got, 0, max(probeBase, l.window)
 		l.ceil = math.Max(l.ceil, got)
 	}

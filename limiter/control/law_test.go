@@ -179,6 +179,7 @@ func TestLawProbeBase(t *testing.T) {
 	}
 	l.ceil = l.bound // at the ceiling: the next raise is a probe
 	before := l.rate
+	busy(l, l.cut+16*time.Second)
 	if l.raise(l.cut+16*time.Second-time.Millisecond, l) || l.rate != before {
 		t.Fatalf("probed %v after the cut, before the probe interval", 16*time.Second-time.Millisecond)
 	}
@@ -201,6 +202,7 @@ func TestLawProbeShape(t *testing.T) {
 		l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, lawMargin*1000, -1
 		for i, want := range tc.want {
 			at := time.Duration(i+1) * l.hold
+			busy(l, at)
 			if l.raise(at-time.Millisecond, l); l.rate != lawMargin*1000 && i == 0 {
 				t.Fatalf("%s: raised before the probe interval", tc.ctrl)
 			}
@@ -243,6 +245,32 @@ func TestLawMoreCapacityProbeInterval(t *testing.T) {
 		if math.Abs(l.ceil-3000) > 30 || math.Abs(l.rate-l.ceil) > 1e-9 {
 			t.Errorf("W %v: ceiling %.0f and rate %.0f after 2 min accepted at 3000/min, want the first probe at a ceiling of about 3000", w, l.ceil, l.rate)
 		}
+	}
+}
+
+// busy records sending at the law's rate over the startupInterval before
+// at, as a backlog sends: the rate is in use.
+func busy(l *Law, at time.Duration) {
+	step := time.Duration(60 / l.rate * float64(time.Second))
+	for t := at - startupInterval - time.Second; t < at; t += step {
+		l.Sent(t, 1, false)
+	}
+}
+
+// A raise needs the rate in use: while the demand sends less than
+// usedRate of it, a higher rate would test nothing and the API has not
+// been seen to accept this one, so the rate and the bound stay.
+func TestLawRaiseNeedsUse(t *testing.T) {
+	l := testLaw(t, ControllerAIMD, 1000)
+	l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, lawMargin*1000, 0
+	at := 2 * l.hold
+	fill(l, at-startupInterval-time.Second, at, 0.85*l.rate)
+	if l.raise(at, l) || l.rate != lawMargin*1000 || l.bound != 1000 {
+		t.Fatalf("raised with 0.85 of the rate sent: rate %v, bound %v", l.rate, l.bound)
+	}
+	busy(l, at+time.Second)
+	if !l.raise(at+time.Second, l) || !(l.rate > lawMargin*1000) {
+		t.Fatalf("no raise with the rate in use (rate %v)", l.rate)
 	}
 }
 
@@ -358,6 +386,7 @@ func TestLawClimbStep(t *testing.T) {
 		l := testLaw(t, ControllerAIMD, 1000)
 		l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, tc.bound, tc.ceil, lawMargin*tc.bound, tc.window, -1
 		before := l.rate
+		busy(l, tc.step)
 		if l.raise(tc.step-time.Millisecond, l) || l.rate != before {
 			t.Fatalf("%s: climbed before %v", tc.name, tc.step)
 		}
