@@ -396,10 +396,10 @@ func (l *Law) decide(t time.Duration, m refusal) bool {
 		c = a // refused above what the API accepted
 	case prev > lawMargin*l.bound*1.001:
 		c = math.Min(l.bound, prev) // refused while probing: back below the bound
-	case t-l.cut < max(climbHold, l.window) && a >= lawMargin*l.bound || t-l.noise >= l.hold:
-		// Refused at the bound, the API seen to take the rate (less: another
-		// client takes part of the window): a window's echo of an overshoot,
-		// or one burst or jitter in a probe interval. The pause is all.
+	case t-l.cut < max(climbHold, l.window) || t-l.noise >= l.hold:
+		// Refused at the bound, with the API seen to accept the rate:
+		// a window's echo of an overshoot, or one burst or jitter in a
+		// probe interval. The pause is all.
 		l.noise = t
 		return false
 	}

@@ -163,25 +163,6 @@ func TestLawProbeInterval(t *testing.T) {
 	}
 }
 
-// A refusal at the bound within a window of the cut is the window's echo
-// only while the API still accepts the bound: when it accepted less than
-// 0.98 B over the window, another client takes part of it, and the rate
-// is cut.
-func TestLawEchoNeedsBound(t *testing.T) {
-	for _, tc := range []struct {
-		accepted float64 // per minute, over the window before the refusal
-		cut      bool
-	}{{1000, false}, {985, false}, {975, true}} {
-		l := testLaw(t, ControllerAIMD, 1000)
-		l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1000, lawMargin*1000, 0
-		l.window, l.wfrom, l.cut, l.noise = time.Minute, fromConfig, 100*time.Second, 120*time.Second
-		fill(l, 0, 130*time.Second, tc.accepted)
-		if got := refuse(l, 130*time.Second, 130*time.Second, 0); got != tc.cut {
-			t.Errorf("API accepting %v/min against a bound of 1000: cut %v, want %v (rate %v)", tc.accepted, got, tc.cut, l.rate)
-		}
-	}
-}
-
 // A cut that finds a new bound, at an API that shows no window, sets the
 // probe interval to 16 s (docs/limiter.md, rule 3): the first probe at
 // the ceiling comes no sooner, since a probe held for less cannot show
