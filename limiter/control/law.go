@@ -245,11 +245,11 @@ func (l *Law) estimate(sent, ra time.Duration) (a float64, ok bool) {
 	for _, r := range l.refs {
 		try(r)
 	}
-	if W := l.window; W >= 2*time.Second && !l.fresh {
-		// Its sending time is W − the wait beyond a second: like the other
-		// spans, one shorter than a second is not tried (a Retry-After
-		// of W or more leaves nothing to read).
-		if from := sent + extra - W; from >= 0 && sent-from >= time.Second {
+	if W := l.window; W >= 2*time.Second {
+		// Its sending time is W − the wait beyond a second; one under a
+		// second is not tried (nothing to read), nor, at an idle start's
+		// first refusal, one reaching back past that start.
+		if from := sent + extra - W; from >= 0 && sent-from >= time.Second && (!l.fresh || from >= l.from) {
 			a, ok = math.Max(a, perMin(l.past.sum(&l.past.acc, from, sent), W)), true
 		}
 	}

@@ -335,6 +335,32 @@ func TestLawStartupMeasure(t *testing.T) {
 	}
 }
 
+// With W known (limiter.window or the quota headers), the first refusal
+// after an idle start reads the span of one window when startup sent for
+// longer than W: a window API is full then, and a longer span holds the
+// slow start of the ramp. A span of W that reaches back before sending
+// began holds idle time and is not read.
+func TestLawKnownWindowAtFirstRefusal(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Window = 10 * time.Second
+	known := func() *Law { return NewLaw(cfg, 30000, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute) }
+
+	l := known()
+	fill(l, 0, 10*time.Second, 600)               // the ramp's slow start: 100 units
+	fill(l, 10*time.Second, 20*time.Second, 9000) // the window's quota: 1,500 units in 10 s
+	refuse(l, 20*time.Second+50*time.Millisecond, 20*time.Second, 0)
+	if math.Abs(l.ceil-9000) > 0.02*9000 || math.Abs(l.bound-9000) > 0.02*9000 {
+		t.Fatalf("startup of 20 s against a 10 s window: bound %.0f, ceiling %.0f; want both 9000 (the span of the window, not a longer one that holds the slow start)", l.bound, l.ceil)
+	}
+
+	l = known()
+	fill(l, 5*time.Second, 10*time.Second, 9000) // sending began 5 s into the window
+	refuse(l, 10*time.Second+50*time.Millisecond, 10*time.Second, 0)
+	if l.ceil != 30000 || l.bound != 15000 {
+		t.Fatalf("startup of 5 s against a 10 s window: bound %.0f, ceiling %.0f; want startup's halving (15000, 30000): no span is a window of sending", l.bound, l.ceil)
+	}
+}
+
 // refuse tells l of a refusal as a Core with the default max_pause does.
 func refuse(l *Law, t, sent, ra time.Duration) bool {
 	return l.Refused(t, sent, ra, t+min(max(ra, 0), DefaultConfig().MaxPause))
