@@ -45,8 +45,8 @@ const probeBase = moreSpan
 // MaxWindow).
 const longestHold = max(probeMaxFactor*probeBase, 4*MaxWindow)
 
-// LawRetryAfter is the pause for a refusal that names no wait.
-const LawRetryAfter = time.Second
+// LawRetryAfter is the pause for a refusal naming no wait; restarts double it.
+const LawRetryAfter = 250 * time.Millisecond
 
 // RefusalWait returns the wait a refusal with the Retry-After ra asks
 // for under the law: ra, or LawRetryAfter when it names none (0 or less),

@@ -110,8 +110,8 @@ func TestFleetLawThrottle(t *testing.T) {
 		if !cut || math.Abs(ns.Rate-c.rate) > 1e-9 || ns.Law.Bound != c.rate/lawMargin {
 			t.Errorf("at %v with the fleet's %v: cut %v rate %v bound %v, want %v", c.at, c.accepted, cut, ns.Rate, ns.Law.Bound, c.rate)
 		}
-		if !ns.PausedUntil.Equal(fat(c.at + 1)) { // no Retry-After: control.LawRetryAfter
-			t.Errorf("at %v: paused until %v, want a second", c.at, ns.PausedUntil.Sub(ft0).Seconds())
+		if !ns.PausedUntil.Equal(fat(c.at + 0.25)) { // no Retry-After: control.LawRetryAfter
+			t.Errorf("at %v: paused until %v, want a quarter of a second", c.at, ns.PausedUntil.Sub(ft0).Seconds())
 		}
 	}
 }
