@@ -58,66 +58,6 @@ func RefusalWait(ra time.Duration) time.Duration {
 	return ra
 }
 
-// tally is the law's record of the recent past, in bins of binWidth by send
-// time: the units granted and the units the API accepted.
-type tally struct {
-	last      int64 // the newest bin written
-	sent, acc [binCount]float64
-}
-
-func (s *tally) bin(t time.Duration) int64 { return int64(t / binWidth) }
-
-// roll clears the bins after the newest one written, up to b.
-func (s *tally) roll(b int64) {
-	if b <= s.last {
-		return
-	}
-	for i := s.last + 1; i <= b && i <= s.last+binCount; i++ {
-		s.sent[i%binCount], s.acc[i%binCount] = 0, 0
-	}
-	s.last = b
-}
-
-// addSent counts u units granted at t; a grant before the tally's first
-// bin or older than its record is dropped.
-func (s *tally) addSent(t time.Duration, u float64) {
-	b := s.bin(t)
-	if b < 0 || b <= s.last-binCount {
-		return
-	}
-	s.roll(b)
-	s.sent[b%binCount] += u
-}
-
-// addAcc counts u units accepted of a request sent at sent; an answer to a
-// request sent before the tally's first bin, after its newest or older
-// than its record is dropped.
-func (s *tally) addAcc(sent time.Duration, u float64) {
-	b := s.bin(sent)
-	if b < 0 || b > s.last || b <= s.last-binCount {
-		return
-	}
-	s.acc[b%binCount] += u
-}
-
-// sum returns the units of v sent in [from, to), pro rata within the first
-// and last bins.
-func (s *tally) sum(v *[binCount]float64, from, to time.Duration) float64 {
-	if to <= from {
-		return 0
-	}
-	lo := max(s.bin(from), s.last-binCount+1, 0)
-	hi := min(s.bin(to), s.last)
-	var sum float64
-	for b := lo; b <= hi; b++ {
-		bs, be := time.Duration(b)*binWidth, time.Duration(b+1)*binWidth
-		if f := float64(min(be, to)-max(bs, from)) / float64(binWidth); f > 0 {
-			sum += v[b%binCount] * f
-		}
-	}
-	return sum
-}
-
 // Law is the adaptive rule's state: a pure function of the grants, answers
 // and refusals it is told about, with time as an argument (an offset from
 // the start of the instance, or of the decision for a fleet). It is not
@@ -157,12 +97,14 @@ type lawState struct {
 
 // refusal is what one refusal measured: when its request was sent, the
 // Retry-After (LawRetryAfter when none was named), what the API accepted
-// per minute over the best span (ok: some span was long enough), and the
-// window it shows (0: none).
+// per minute over the best span (ok: some span was long enough), the
+// window it shows (0: none), and whether this part sent at most its pace,
+// lawMargin × bound, over the max(climbHold, W) before (paced: then the
+// refusal is no echo of its own overshoot; not known for a fleet's report).
 type refusal struct {
 	sent, retryAfter time.Duration
 	accepted         float64
-	ok               bool
+	ok, paced        bool
 	window           time.Duration
 }
 
@@ -326,6 +268,9 @@ func (l *Law) FollowCut(base, full time.Time, resume time.Duration) {
 // and the wait beyond a second.
 func (l *Law) measure(sent, ra time.Duration) refusal {
 	m := refusal{sent: sent, retryAfter: ra}
+	if span := max(climbHold, l.window); sent >= span {
+		m.paced = perMin(l.past.sum(&l.past.sent, sent-span, sent), span) <= lawMargin*l.bound
+	}
 	l.falsify(sent)
 	m.accepted, m.ok = l.estimate(sent, ra)
 	if m.ok && l.fresh {
@@ -396,10 +341,10 @@ func (l *Law) decide(t time.Duration, m refusal) bool {
 		c = a // refused above what the API accepted
 	case prev > lawMargin*l.bound*1.001:
 		c = math.Min(l.bound, prev) // refused while probing: back below the bound
-	case t-l.cut < max(climbHold, l.window) || t-l.noise >= l.hold:
+	case t-l.cut < max(climbHold, l.window) && !m.paced || t-l.noise >= l.hold:
 		// Refused at the bound, with the API seen to accept the rate:
-		// a window's echo of an overshoot, or one burst or jitter in a
-		// probe interval. The pause is all.
+		// a window's echo of this part's overshoot, or one burst or
+		// jitter in a probe interval. The pause is all.
 		l.noise = t
 		return false
 	}

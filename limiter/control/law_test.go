@@ -163,6 +163,35 @@ func TestLawProbeInterval(t *testing.T) {
 	}
 }
 
+// A refusal at the bound within a window of a cut is the window's echo of
+// an overshoot only while this part sent more than its pace over that
+// window: one that had kept to its pace is refused by an API that is full
+// for another reason (another instance that joined, a smaller quota), and
+// it cuts like any second refusal at the bound within a probe interval.
+func TestLawEchoIsOwnOvershoot(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		overshoot bool
+	}{
+		{"sent twice the pace over the window", true},
+		{"kept to its pace", false},
+	} {
+		l := testLaw(t, ControllerAIMD, 1000)
+		l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, 1000, 1000, lawMargin*1000, 10*time.Second, 0
+		l.cut, l.noise = 10*time.Second, 5*time.Second // a cut, and a refusal at the bound within the probe interval
+		before := 12 * time.Second
+		if tc.overshoot {
+			fill(l, 0, l.cut, 2*l.rate)
+			fill(l, l.cut, before, l.rate)
+		} else {
+			fill(l, 0, before, 0.995*l.rate) // a hair under the pace: the bins' rounding
+		}
+		if cut := refuse(l, before, before, 0); cut == tc.overshoot {
+			t.Fatalf("%s: a refusal at the bound 2 s after a cut cut the rate: %v, want %v", tc.name, cut, !tc.overshoot)
+		}
+	}
+}
+
 // A cut that finds a new bound, at an API that shows no window, sets the
 // probe interval to 16 s (docs/limiter.md, rule 3): the first probe at
 // the ceiling comes no sooner, since a probe held for less cannot show
