@@ -83,21 +83,27 @@ func (s *Source) connect(url string) error {
 // duplicate window when set). A stream that already is as wanted is left
 // alone: every worker of a fleet sets it up at its start, and an update
 // while another worker creates its consumer on the stream trips a data
-// race inside nats-server (v2.15.2, under the race detector).
+// race inside nats-server (v2.15.2, under the race detector). For the
+// same reason a missing stream is created, not created-or-updated: a
+// worker that starts at the same moment may create it first, and it is
+// then looked up again like any other.
 func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
 	st, err := js.Stream(ctx, want.Name)
-	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-	case err != nil:
-		return nil, err
-	default:
-		have := st.CachedInfo().Config
-		if slices.Equal(have.Subjects, want.Subjects) && have.Retention == want.Retention && have.Storage == want.Storage &&
-			(want.Duplicates == 0 || have.Duplicates == want.Duplicates) {
-			return st, nil
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if st, err = js.CreateStream(ctx, want); !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return st, err
 		}
+		st, err = js.Stream(ctx, want.Name)
 	}
-	return js.CreateOrUpdateStream(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	have := st.CachedInfo().Config
+	if slices.Equal(have.Subjects, want.Subjects) && have.Retention == want.Retention && have.Storage == want.Storage &&
+		(want.Duplicates == 0 || have.Duplicates == want.Duplicates) {
+		return st, nil
+	}
+	return js.UpdateStream(ctx, want)
 }
 
 // bind sets up or looks up the stream and the consumer.

@@ -1,6 +1,7 @@
 package natsjs
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestEnsureStreamLeavesAWantedStream(t *testing.T) {
 		edit  func(*jetstream.StreamConfig)
 		calls uint64 // API calls of ensureStream, the account info's own included
 	}{
-		{"missing: looked up, then created (an update first)", nil, 4},
+		{"missing: looked up, then created", nil, 3},
 		{"as wanted: looked up only", nil, 2},
 		{"another subject: updated", func(s *jetstream.StreamConfig) { s.Subjects = []string{"s.>", "t.>"} }, 3},
 		{"another duplicate window: updated", func(s *jetstream.StreamConfig) { s.Duplicates = 2 * time.Minute }, 3},
@@ -61,6 +62,63 @@ func TestEnsureStreamLeavesAWantedStream(t *testing.T) {
 		}
 		if cfg := st.CachedInfo().Config; len(cfg.Subjects) != len(want.Subjects) || cfg.Duplicates != want.Duplicates {
 			t.Errorf("%s: stream config %v %v, want %v %v", c.name, cfg.Subjects, cfg.Duplicates, want.Subjects, want.Duplicates)
+		}
+	}
+}
+
+// staleLookup answers its first stream lookup "not found", as a lookup
+// does when another worker creates the stream right after it.
+type staleLookup struct {
+	jetstream.JetStream
+	stale bool
+}
+
+func (s *staleLookup) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	if s.stale {
+		s.stale = false
+		return nil, jetstream.ErrStreamNotFound
+	}
+	return s.JetStream.Stream(ctx, name)
+}
+
+// A stream that another worker created between the lookup and the create
+// is looked up again: left alone when it is as wanted, updated when it
+// differs in what is wanted.
+func TestEnsureStreamCreatedMeanwhile(t *testing.T) {
+	srv, err := StartServer(EmbeddedConfig{StoreDir: t.TempDir(), Port: RandomPort}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Retention: jetstream.WorkQueuePolicy,
+		Storage: jetstream.FileStorage, Duplicates: time.Minute}
+	if _, err := js.CreateStream(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		dups time.Duration
+	}{
+		{"as wanted", time.Minute},
+		{"another duplicate window", 2 * time.Minute},
+	} {
+		want := other
+		want.Duplicates = c.dups
+		st, err := ensureStream(t.Context(), &staleLookup{JetStream: js, stale: true}, want)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := st.CachedInfo().Config.Duplicates; got != c.dups {
+			t.Errorf("%s: duplicate window %v, want %v", c.name, got, c.dups)
 		}
 	}
 }
