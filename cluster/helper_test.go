@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sluicehq/sluice/internal/testkit/jsclient"
 	"github.com/sluicehq/sluice/limiter"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
@@ -36,17 +37,8 @@ func startServer(t *testing.T) *natsjs.Server {
 // connect opens a separate connection to url, as a worker process would.
 func connect(t *testing.T, url string) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
+	return jsclient.Connect(t, url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
 }
 
 // helperSpec is what a member process runs.

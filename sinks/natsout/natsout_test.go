@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sluicehq/sluice/internal/testkit/jsclient"
 	"github.com/sluicehq/sluice/sinks"
 	"github.com/sluicehq/sluice/sinks/natsout"
 )
@@ -42,21 +42,7 @@ func startJetStream(t *testing.T) jetstream.JetStream {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 	})
-	return connect(t, ns.ClientURL())
-}
-
-func connect(t *testing.T, url string) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
+	return jsclient.Connect(t, ns.ClientURL())
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -246,7 +232,7 @@ func TestRealNATS(t *testing.T) {
 	if url == "" {
 		t.Skip("NATS_URL not set")
 	}
-	js := connect(t, url)
+	js := jsclient.Connect(t, url)
 	ctx := ctxT(t)
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano())
 	stream, subject := "SLUICE_NATSOUT_TEST_"+suffix, "sluice_natsout_test."+suffix

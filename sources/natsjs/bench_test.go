@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sluicehq/sluice/internal/testkit/jsclient"
 	"github.com/sluicehq/sluice/sources/natsjs"
 )
 
@@ -141,15 +141,7 @@ func sourceLoop(b *testing.B, cfg natsjs.Config) func(n int) {
 // bareLoop connects with nats.go alone and returns a function that
 // fetches and acks n messages, then flushes the acks.
 func bareLoop(b *testing.B, cfg natsjs.Config, sync bool) func(n int) {
-	nc, err := nats.Connect(cfg.URL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	jsc, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	jsc := jsclient.Connect(b, cfg.URL)
 	ctx := context.Background()
 	cons, err := jsc.Consumer(ctx, cfg.Stream, cfg.Consumer)
 	if err != nil {
@@ -176,7 +168,7 @@ func bareLoop(b *testing.B, cfg natsjs.Config, sync bool) func(n int) {
 				b.Fatal(fmt.Errorf("fetch: %w", err))
 			}
 		}
-		if err := nc.Flush(); err != nil {
+		if err := jsc.Conn().Flush(); err != nil {
 			b.Fatal(err)
 		}
 	}

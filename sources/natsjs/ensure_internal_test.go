@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluicehq/sluice/internal/testkit/jsclient"
 )
 
 // A stream that is as wanted is only looked up, never updated (an update
@@ -14,20 +15,7 @@ import (
 // one that differs in what is wanted is updated, and a missing one
 // created. The server's count of JetStream API calls tells.
 func TestEnsureStreamLeavesAWantedStream(t *testing.T) {
-	srv, err := StartServer(EmbeddedConfig{StoreDir: t.TempDir(), Port: RandomPort}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := embeddedJetStream(t)
 	calls := func() uint64 {
 		t.Helper()
 		ai, err := js.AccountInfo(t.Context())
@@ -85,20 +73,7 @@ func (s *staleLookup) Stream(ctx context.Context, name string) (jetstream.Stream
 // is looked up again: left alone when it is as wanted, updated when it
 // differs in what is wanted.
 func TestEnsureStreamCreatedMeanwhile(t *testing.T) {
-	srv, err := StartServer(EmbeddedConfig{StoreDir: t.TempDir(), Port: RandomPort}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := embeddedJetStream(t)
 	other := jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Retention: jetstream.WorkQueuePolicy,
 		Storage: jetstream.FileStorage, Duplicates: time.Minute}
 	if _, err := js.CreateStream(t.Context(), other); err != nil {
@@ -121,4 +96,16 @@ func TestEnsureStreamCreatedMeanwhile(t *testing.T) {
 			t.Errorf("%s: duplicate window %v, want %v", c.name, got, c.dups)
 		}
 	}
+}
+
+// embeddedJetStream starts an embedded server for the test and returns a
+// JetStream client of it.
+func embeddedJetStream(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	srv, err := StartServer(EmbeddedConfig{StoreDir: t.TempDir(), Port: RandomPort}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return jsclient.Connect(t, srv.ClientURL())
 }
