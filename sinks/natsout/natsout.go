@@ -139,10 +139,15 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg Config) error
 			MaxAge:     cfg.MaxAge,
 			Duplicates: cfg.Duplicates,
 		})
-		if err != nil {
-			return fmt.Errorf("natsout: creating stream %s for %s: %w", cfg.Stream, cfg.Subject, err)
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			if err != nil {
+				return fmt.Errorf("natsout: creating stream %s for %s: %w", cfg.Stream, cfg.Subject, err)
+			}
+			return nil
 		}
-		return nil
+		// Another worker created it meanwhile, with another config: look
+		// it up again and add the subject if it lacks it.
+		s, err = js.Stream(ctx, cfg.Stream)
 	}
 	if err != nil {
 		return fmt.Errorf("natsout: stream %s: %w", cfg.Stream, err)

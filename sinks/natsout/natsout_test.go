@@ -250,3 +250,24 @@ func TestRealNATS(t *testing.T) {
 		t.Fatalf("%d messages; want 1", len(msgs))
 	}
 }
+
+// A stream that another worker created, with another config, between the
+// lookup and the create is looked up again and given the subject: the
+// worker starts instead of failing on "stream name already in use".
+func TestStreamCreatedMeanwhile(t *testing.T) {
+	js := startJetStream(t)
+	ctx := ctxT(t)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "DEAD", Subjects: []string{"other.dead"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := natsout.New(ctx, &jsclient.StaleLookup{JetStream: js, Stale: true}, natsout.Config{Subject: "sluice.dead", Stream: "DEAD", CreateStream: true}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "DEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.CachedInfo().Config.Subjects; !slices.Equal(got, []string{"other.dead", "sluice.dead"}) {
+		t.Fatalf("subjects %v, want both workers' subjects", got)
+	}
+}

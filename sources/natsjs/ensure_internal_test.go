@@ -1,7 +1,6 @@
 package natsjs
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -54,21 +53,6 @@ func TestEnsureStreamLeavesAWantedStream(t *testing.T) {
 	}
 }
 
-// staleLookup answers its first stream lookup "not found", as a lookup
-// does when another worker creates the stream right after it.
-type staleLookup struct {
-	jetstream.JetStream
-	stale bool
-}
-
-func (s *staleLookup) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
-	if s.stale {
-		s.stale = false
-		return nil, jetstream.ErrStreamNotFound
-	}
-	return s.JetStream.Stream(ctx, name)
-}
-
 // A stream that another worker created between the lookup and the create
 // is looked up again: left alone when it is as wanted, updated when it
 // differs in what is wanted.
@@ -88,7 +72,7 @@ func TestEnsureStreamCreatedMeanwhile(t *testing.T) {
 	} {
 		want := other
 		want.Duplicates = c.dups
-		st, err := ensureStream(t.Context(), &staleLookup{JetStream: js, stale: true}, want)
+		st, err := ensureStream(t.Context(), &jsclient.StaleLookup{JetStream: js, Stale: true}, want)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

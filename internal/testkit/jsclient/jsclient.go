@@ -5,6 +5,7 @@
 package jsclient
 
 import (
+	"context"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -25,4 +26,21 @@ func Connect(t testing.TB, url string, opts ...nats.Option) jetstream.JetStream 
 		t.Fatal(err)
 	}
 	return js
+}
+
+// StaleLookup is a JetStream client whose first stream lookup answers
+// "not found" while Stale is set, as a lookup does when another worker
+// creates the stream right after it.
+type StaleLookup struct {
+	jetstream.JetStream
+	Stale bool
+}
+
+// Stream looks the stream up, or answers "not found" once while Stale.
+func (s *StaleLookup) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	if s.Stale {
+		s.Stale = false
+		return nil, jetstream.ErrStreamNotFound
+	}
+	return s.JetStream.Stream(ctx, name)
 }
