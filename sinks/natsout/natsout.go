@@ -139,11 +139,11 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg Config) error
 			MaxAge:     cfg.MaxAge,
 			Duplicates: cfg.Duplicates,
 		})
-		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			if err != nil {
-				return fmt.Errorf("natsout: creating stream %s for %s: %w", cfg.Stream, cfg.Subject, err)
-			}
+		switch {
+		case err == nil:
 			return nil
+		case !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
+			return fmt.Errorf("natsout: creating stream %s for %s: %w", cfg.Stream, cfg.Subject, err)
 		}
 		// Another worker created it meanwhile, with another config: look
 		// it up again and add the subject if it lacks it.

@@ -51,6 +51,16 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
+// streamSubjects returns the subjects the stream is configured with.
+func streamSubjects(t *testing.T, js jetstream.JetStream, stream string) []string {
+	t.Helper()
+	s, err := js.Stream(ctxT(t), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CachedInfo().Config.Subjects
+}
+
 // streamMsgs returns every message stored in the stream, in order.
 func streamMsgs(t *testing.T, js jetstream.JetStream, stream string) []*jetstream.RawStreamMsg {
 	t.Helper()
@@ -139,11 +149,7 @@ func TestStreamUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := js.Stream(ctx, "JOBS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := s.CachedInfo().Config.Subjects; !slices.Equal(got, []string{"sluice.jobs", "sluice.dead"}) {
+	if got := streamSubjects(t, js, "JOBS"); !slices.Equal(got, []string{"sluice.jobs", "sluice.dead"}) {
 		t.Fatalf("stream subjects %q; want the jobs and the dead letters", got)
 	}
 	// The dead letter of j1, keyed by the job id, is stored: it does not
@@ -163,8 +169,7 @@ func TestStreamUpdate(t *testing.T) {
 	if _, err := natsout.New(ctx, js, natsout.Config{Subject: "out.results.a", Stream: "ALL", CreateStream: true}); err != nil {
 		t.Fatal(err)
 	}
-	s, _ = js.Stream(ctx, "ALL")
-	if got := s.CachedInfo().Config.Subjects; !slices.Equal(got, []string{"out.>"}) {
+	if got := streamSubjects(t, js, "ALL"); !slices.Equal(got, []string{"out.>"}) {
 		t.Errorf("subjects %q; want unchanged", got)
 	}
 
@@ -263,11 +268,7 @@ func TestStreamCreatedMeanwhile(t *testing.T) {
 	if _, err := natsout.New(ctx, &jsclient.StaleLookup{JetStream: js, Stale: true}, natsout.Config{Subject: "sluice.dead", Stream: "DEAD", CreateStream: true}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := js.Stream(ctx, "DEAD")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := st.CachedInfo().Config.Subjects; !slices.Equal(got, []string{"other.dead", "sluice.dead"}) {
+	if got := streamSubjects(t, js, "DEAD"); !slices.Equal(got, []string{"other.dead", "sluice.dead"}) {
 		t.Fatalf("subjects %v, want both workers' subjects", got)
 	}
 }
