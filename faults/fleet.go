@@ -48,22 +48,38 @@ func fleetKVOutage(s *Suite, e *env, rng *rand.Rand) error {
 	}
 	e.logf("coordination server started again")
 	e.res.notef("coordination server stopped at %.0f%% settled, for 10s", at*100)
-	if err := e.drainedClean(0, "the queue's server was never touched"); err != nil {
+	if err := e.waitDrained(drainTimeout); err != nil {
 		return err
 	}
+	// The drain may end before a worker next reaches the coordination
+	// server: the workers keep running until each has logged its return
+	// (or a minute passed, which the check below reports).
+	for _, w := range ws {
+		if err := e.waitLog(w, fleetBack); err != nil {
+			e.logf("%v", err)
+		}
+	}
+	if err := e.finish(); err != nil {
+		return err
+	}
+	e.wantNoDead()
+	e.wantDuplicatesAtMost(0, "the queue's server was never touched")
 	for _, w := range ws {
 		log, err := os.ReadFile(filepath.Join(e.dir, w.id+".log"))
 		if err != nil {
 			return err
 		}
 		lost := strings.Contains(string(log), "cluster: fleet state unreachable")
-		back := strings.Contains(string(log), "cluster: fleet state reachable again")
+		back := strings.Contains(string(log), fleetBack)
 		if !lost || !back {
 			e.res.failf("%s: left the fleet during the outage: %v, followed it again after: %v", w.id, lost, back)
 		}
 	}
 	return nil
 }
+
+// fleetBack is what a worker logs when it follows the fleet again.
+const fleetBack = "cluster: fleet state reachable again"
 
 // startFleetWorker starts a worker in members mode with the
 // limiter.share section share (a YAML flow mapping).
