@@ -108,12 +108,7 @@ func poisonedFleet(s *Suite, e *env, rng *rand.Rand) error {
 	if invalid == 0 {
 		e.res.failf("no worker logged the invalid fleet state: the poison missed the drain")
 	}
-	if err := e.finish(); err != nil {
-		return err
-	}
-	e.wantNoDead()
-	e.wantDuplicatesAtMost(0, "nothing was killed: the fleet state is not the queue")
-	return nil
+	return e.finishClean(0, "nothing was killed: the fleet state is not the queue")
 }
 
 // drainBatch publishes jobs and waits until the queue has drained them,

@@ -126,13 +126,18 @@ func (e *env) killAndRestart(points []float64, pick func() (*worker, string)) er
 	return nil
 }
 
-// drainedClean waits for the drain, stops everything and audits it, and
-// checks that no job was dead-lettered and that at most dups jobs reached
-// the target more than once, for the reason why.
+// drainedClean waits for the drain, then finishes clean (finishClean).
 func (e *env) drainedClean(dups int, why string) error {
 	if err := e.waitDrained(drainTimeout); err != nil {
 		return err
 	}
+	return e.finishClean(dups, why)
+}
+
+// finishClean stops everything and audits it, and checks that no job was
+// dead-lettered and that at most dups jobs reached the target more than
+// once, for the reason why.
+func (e *env) finishClean(dups int, why string) error {
 	if err := e.finish(); err != nil {
 		return err
 	}
