@@ -335,8 +335,12 @@ func (l *Law) decide(t time.Duration, m refusal) bool {
 		c = prev / 2 // the rate before the last doubling
 	case a < 0.99*prev && prev > lawMargin*l.bound*1.001 && prev < lawMargin*l.ceil*0.995:
 		// Refused climbing back toward the ceil: the API took the bound,
-		// and a span's average over the climb understates it.
+		// and a span's average over the climb understates it. The
+		// capacity lies between the bound and the rate refused: the ceil
+		// comes down to their middle, so that each refusal on the climb
+		// halves the bracket.
 		c = math.Max(a, l.bound)
+		ceil = (c + prev) / 2
 	case a < 0.99*prev:
 		c = a // refused above what the API accepted
 	case prev > lawMargin*l.bound*1.001:

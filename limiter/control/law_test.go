@@ -451,6 +451,27 @@ func TestLawClimbStep(t *testing.T) {
 	}
 }
 
+// A refusal on the climb back toward the ceil shows the capacity between
+// the bound, which the API took, and the rate it refused: the ceil comes
+// down to their middle, so that each refusal on the climb halves the
+// bracket, and the next climb aims below the rate just refused.
+func TestLawClimbRefusalBisects(t *testing.T) {
+	l := testLaw(t, ControllerAIMD, 1000)
+	l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 2000, lawMargin*1000, 0
+	fill(l, 0, 10*time.Second, 1000) // the API takes the bound
+	l.rate = 1250                    // a climb step, refused before the API took more
+	if !refuse(l, 10*time.Second+50*time.Millisecond, 10*time.Second, 0) {
+		t.Fatal("the refusal on the climb did not cut")
+	}
+	if math.Abs(l.bound-1000) > 20 || math.Abs(l.ceil-(l.bound+1250)/2) > 1e-9 {
+		t.Fatalf("after a refusal at 1250 on the climb from 1000: bound %.0f, ceiling %.0f; want about 1000 and their middle, %.0f", l.bound, l.ceil, (l.bound+1250)/2)
+	}
+	busy(l, 15*time.Second)
+	if !l.raise(15*time.Second, l) || l.rate >= 1125 {
+		t.Fatalf("the next climb step went to %.0f, want one below the middle of the bracket (1125)", l.rate)
+	}
+}
+
 // When the instance's part of the budget changes, the record is scaled
 // with it: a span across the change measures the new part, not what the
 // API accepted of the old one (which would read as capacity the new part
