@@ -8,7 +8,7 @@
 // The adaptive law (docs/limiter.md, "The adaptive law"; control.Law)
 // keeps a record of the units sent and accepted, by send time, and three
 // numbers: the rate, the bound (what the API was seen to accept) and the
-// ceiling (the rate a refusal came at). Until the first 429 the rate
+// ceiling (the upper bound a refusal set). Until the first 429 the rate
 // doubles every 2 s while requests wait. At a 429 it estimates what the
 // API accepted over the spans that end at the refused request (a leaky
 // bucket's rate, a window's quota over its window) and paces at 0.98 of

@@ -8,7 +8,7 @@ import (
 // The adaptive law (docs/limiter.md, "The adaptive law"): one model of the
 // API's capacity and one rate. The API is taken to accept about C units
 // per window W. The law keeps what the API was seen to accept (bound) and
-// the rate a refusal came at (ceil), paces at lawMargin of the bound, and
+// the upper bound a refusal set (ceil), paces at lawMargin of the bound, and
 // probes above it with steps proportional to the rate, less often while
 // probes find nothing more.
 
@@ -86,7 +86,7 @@ type lawState struct {
 	hold    time.Duration // the probe interval
 
 	bound float64       // what the API was seen to accept, units per minute; 0: nothing yet
-	ceil  float64       // the rate the last cutting refusal came at
+	ceil  float64       // the upper bound the last cutting refusal set: its rate, or on the climb the middle of it and the bound
 	cut   time.Duration // when the last cut was; refusals of requests sent before it belong to it
 	open  time.Duration // when the API said, at the last cut, it would take more; refusals of requests sent before it belong to that cut too
 

@@ -35,7 +35,7 @@ type LawState struct {
 	Probes  int           `json:"probes"`  // probes since the last cut
 	Hold    time.Duration `json:"hold"`    // the probe interval
 	Bound   float64       `json:"bound"`   // what the API was seen to accept
-	Ceil    float64       `json:"ceil"`    // the rate the last cutting refusal came at
+	Ceil    float64       `json:"ceil"`    // the upper bound the last cutting refusal set
 	Cut     time.Time     `json:"cut"`     // the last cut
 	Open    time.Time     `json:"open"`    // when the API said, at the last cut, it would take more
 	Noise   time.Time     `json:"noise,omitzero"`
