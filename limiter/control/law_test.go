@@ -466,9 +466,12 @@ func TestLawClimbRefusalBisects(t *testing.T) {
 	if math.Abs(l.bound-1000) > 20 || math.Abs(l.ceil-(l.bound+1250)/2) > 1e-9 {
 		t.Fatalf("after a refusal at 1250 on the climb from 1000: bound %.0f, ceiling %.0f; want about 1000 and their middle, %.0f", l.bound, l.ceil, (l.bound+1250)/2)
 	}
+	// The next step goes halfway from the rate to the new ceiling, about
+	// 1067; toward the old ceiling, 1250, it would go to 1.25 × the rate.
+	before := l.rate
 	busy(l, 15*time.Second)
-	if !l.raise(15*time.Second, l) || l.rate >= 1125 {
-		t.Fatalf("the next climb step went to %.0f, want one below the middle of the bracket (1125)", l.rate)
+	if want := (before + l.ceil) / 2; !l.raise(15*time.Second, l) || math.Abs(l.rate-want) > 1e-9 || l.rate >= 1100 {
+		t.Fatalf("the next climb step went to %.0f, want %.0f: halfway to the middle of the bracket", l.rate, want)
 	}
 }
 
