@@ -110,7 +110,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 func (s *Source) bind(ctx context.Context) error {
 	c := s.cfg
 	if c.Setup {
-		if err := retryServerError(ctx, func() error {
+		if err := retrySetup(ctx, func() error {
 			st, err := ensureStream(ctx, s.js, jetstream.StreamConfig{
 				Name:       c.Stream,
 				Subjects:   c.Subjects,
@@ -125,7 +125,7 @@ func (s *Source) bind(ctx context.Context) error {
 		}); err != nil {
 			return fmt.Errorf("jetstream: set up stream %q: %w", c.Stream, err)
 		}
-		if err := retryServerError(ctx, func() error {
+		if err := retrySetup(ctx, func() error {
 			_, err := ensureStream(ctx, s.js, jetstream.StreamConfig{
 				Name:     c.DeadLetterStream,
 				Subjects: []string{c.DeadLetterSubject},
@@ -140,7 +140,7 @@ func (s *Source) bind(ctx context.Context) error {
 			maxDeliver = -1
 		}
 		var cons jetstream.Consumer
-		err := retryServerError(ctx, func() error {
+		err := retrySetup(ctx, func() error {
 			var err error
 			cons, err = s.js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
 				Durable:       c.Consumer,
@@ -170,21 +170,24 @@ func (s *Source) bind(ctx context.Context) error {
 	return nil
 }
 
-// setupAttempts bounds retryServerError.
+// setupAttempts bounds retrySetup.
 const setupAttempts = 5
 
-// retryServerError calls op until it succeeds, fails with anything but a
-// JetStream API error of status 500, or has failed setupAttempts times,
-// waiting 100 ms, 200 ms, 400 ms… in between. A 500 from the stream and
-// consumer API is the server's own failure (a store it could not create
-// at that moment, say): creating or updating the same stream again is
-// idempotent, and a worker should not fail to start for it.
-func retryServerError(ctx context.Context, op func() error) error {
+// retrySetup calls op until it succeeds, fails with anything but a
+// transient error, or has failed setupAttempts times, waiting 100 ms,
+// 200 ms, 400 ms… in between. Transient are a JetStream API error of
+// status 500, the server's own failure (a store it could not create at
+// that moment, say), and a request that timed out while ctx still had
+// time: a server busy with other work, or a cluster electing its meta
+// leader, answers late or not at all. Creating or updating the same
+// stream or consumer again is idempotent (one whose first request did
+// land is found as it is), and a worker should not fail to start for
+// either.
+func retrySetup(ctx context.Context, op func() error) error {
 	wait := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := op()
-		var api *jetstream.APIError
-		if err == nil || !errors.As(err, &api) || api.Code != 500 || attempt == setupAttempts {
+		if err == nil || !transient(err) || attempt == setupAttempts {
 			return err
 		}
 		t := time.NewTimer(wait)
@@ -196,6 +199,17 @@ func retryServerError(ctx context.Context, op func() error) error {
 		}
 		wait *= 2
 	}
+}
+
+// transient reports whether err, from a JetStream API request, is worth
+// the same request again (while the caller's context lasts: retrySetup
+// stops when it is done).
+func transient(err error) bool {
+	var api *jetstream.APIError
+	if errors.As(err, &api) {
+		return api.Code == 500
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 }
 
 // RedactURL returns urls, a comma-separated list of URLs, with the user
