@@ -20,6 +20,7 @@ const (
 	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure),
 	sameDrop        = 0.25                   // nor one at most this fraction below it: noise, not a new capacity
 	wideBracket     = 1.5                    // a ceil above this many times the bound is climbed to every climbHold; a nearer one every max(climbHold, W)
+	jitterUnits     = 10000                  // a refusal at the bound this many units' time after the last cut or such refusal is one burst or jitter
 	moreSpan        = 16 * time.Second       // the least span that can show more capacity
 	longestSpan     = 128 * time.Second      // the longest power-of-two span the estimate tries
 	binWidth        = 250 * time.Millisecond // the tally's resolution
@@ -90,7 +91,7 @@ type lawState struct {
 	cut   time.Duration // when the last cut was; refusals of requests sent before it belong to it
 	open  time.Duration // when the API said, at the last cut, it would take more; refusals of requests sent before it belong to that cut too
 
-	noise  time.Duration // the last refusal at the bound that the API was seen to accept
+	noise  time.Duration // the last cut, or refusal at the bound that the API was seen to accept (its echo, or jitter)
 	window time.Duration // W: the API's memory, learned at the first refusal after an idle start
 	wfrom  windowSource  // where W came from
 }
@@ -345,10 +346,11 @@ func (l *Law) decide(t time.Duration, m refusal) bool {
 		c = a // refused above what the API accepted
 	case prev > lawMargin*l.bound*1.001:
 		c = math.Min(l.bound, prev) // refused while probing: back below the bound
-	case t-l.cut < max(climbHold, l.window) && !m.paced || t-l.noise >= l.hold:
+	case t-l.cut < max(climbHold, l.window) && !m.paced || (t-l.noise).Seconds() >= jitterUnits/prev*60:
 		// Refused at the bound, with the API seen to accept the rate:
 		// a window's echo of this part's overshoot, or one burst or
-		// jitter in a probe interval. The pause is all.
+		// jitter, the first since the last cut or such refusal for
+		// jitterUnits of sending at the rate. The pause is all.
 		l.noise = t
 		return false
 	}

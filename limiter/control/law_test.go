@@ -192,6 +192,37 @@ func TestLawEchoIsOwnOvershoot(t *testing.T) {
 	}
 }
 
+// A refusal at the bound that the API was seen to accept, this part at
+// its pace, is one burst or jitter when it comes at least jitterUnits'
+// time at the rate after the last cut or such refusal, whatever the probe
+// interval (docs/limiter.md, rule 3): 10 s at a rate of 60,000 a minute,
+// 10 minutes at 1,000. A sooner one cuts.
+func TestLawJitterSpacing(t *testing.T) {
+	for _, tc := range []struct {
+		rate  float64
+		hold  time.Duration // the probe interval, which does not count
+		after time.Duration // since the last cut
+		cut   bool
+	}{
+		{60000, longestHold, 9 * time.Second, true},
+		{60000, longestHold, 10 * time.Second, false},
+		{1000, probeBase, 9 * time.Minute, true},
+		{1000, probeBase, 10 * time.Minute, false},
+	} {
+		l := testLaw(t, ControllerAIMD, tc.rate)
+		l.startup, l.bound, l.ceil, l.rate, l.from = false, tc.rate/lawMargin, tc.rate/lawMargin, tc.rate, 0
+		l.cut, l.noise, l.hold = time.Second, time.Second, tc.hold
+		at := l.cut + tc.after
+		fill(l, 0, at, l.rate)
+		if cut := refuse(l, at, at, 0); cut != tc.cut {
+			t.Errorf("rate %v, probe interval %v: a refusal at the pace %v after the last cut cut the rate: %v, want %v", tc.rate, tc.hold, tc.after, cut, tc.cut)
+		}
+		if !tc.cut && l.noise != at {
+			t.Errorf("rate %v: a refusal forgiven as jitter at %v left the last one at %v", tc.rate, at, l.noise)
+		}
+	}
+}
+
 // A cut that finds a new bound, at an API that shows no window, sets the
 // probe interval to 16 s (docs/limiter.md, rule 3): the first probe at
 // the ceiling comes no sooner, since a probe held for less cannot show
