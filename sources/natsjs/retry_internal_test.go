@@ -22,45 +22,32 @@ func TestRetrySetup(t *testing.T) {
 	storeFailed := &jetstream.APIError{Code: 500, ErrorCode: 10049, Description: "error creating store for stream"}
 	badRequest := &jetstream.APIError{Code: 400, ErrorCode: 10058, Description: "stream name already in use"}
 
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		calls := 0
-		err := retrySetup(t.Context(), func() error {
-			calls++
-			if calls < 3 {
-				return storeFailed
+	timedOut := fmt.Errorf("wrapped: %w", context.DeadlineExceeded)
+	for _, transient := range []error{storeFailed, timedOut, nats.ErrTimeout} {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			calls := 0
+			err := retrySetup(t.Context(), func() error {
+				calls++
+				if calls < 3 {
+					return transient
+				}
+				return nil
+			})
+			if err != nil || calls != 3 {
+				t.Fatalf("%v twice then success: err %v after %d calls, want nil after 3", transient, err, calls)
 			}
-			return nil
+			if waited := time.Since(start); waited != 300*time.Millisecond {
+				t.Errorf("%v: waited %v, want 100ms + 200ms", transient, waited)
+			}
 		})
-		if err != nil || calls != 3 {
-			t.Fatalf("two 500s then success: err %v after %d calls, want nil after 3", err, calls)
-		}
-		if waited := time.Since(start); waited != 300*time.Millisecond {
-			t.Errorf("waited %v, want 100ms + 200ms", waited)
-		}
-	})
+	}
 
 	synctest.Test(t, func(t *testing.T) {
 		calls := 0
 		err := retrySetup(t.Context(), func() error { calls++; return storeFailed })
 		if !errors.Is(err, storeFailed) || calls != setupAttempts {
 			t.Fatalf("always 500: err %v after %d calls, want the 500 after %d", err, calls, setupAttempts)
-		}
-	})
-
-	synctest.Test(t, func(t *testing.T) {
-		for _, late := range []error{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), nats.ErrTimeout} {
-			calls := 0
-			err := retrySetup(t.Context(), func() error {
-				calls++
-				if calls < 2 {
-					return late
-				}
-				return nil
-			})
-			if err != nil || calls != 2 {
-				t.Fatalf("%v then success: err %v after %d calls, want nil after 2", late, err, calls)
-			}
 		}
 	})
 
