@@ -29,18 +29,18 @@ func (l *Law) Resume() {
 // keeps its own record of what it sent and what the API accepted, and
 // reads it, divided by its share, when it decides for the fleet.
 type LawState struct {
-	Rate    float64       `json:"rate"`    // units per minute
-	Startup bool          `json:"startup"` // doubling; no refusal yet
-	Moved   time.Time     `json:"moved"`   // the last raise or cut
-	Probes  int           `json:"probes"`  // probes since the last cut
-	Hold    time.Duration `json:"hold"`    // the probe interval
-	Bound   float64       `json:"bound"`   // what the API was seen to accept
-	Ceil    float64       `json:"ceil"`    // the upper bound the last cutting refusal set
-	Cut     time.Time     `json:"cut"`     // the last cut
-	Open    time.Time     `json:"open"`    // when the API said, at the last cut, it would take more
-	Noise   time.Time     `json:"noise,omitzero"`
-	Window  time.Duration `json:"window"`      // W; 0: not known
-	From    string        `json:"window_from"` // where W came from: refusal, headers or config
+	Rate    float64       `json:"rate"`           // units per minute
+	Startup bool          `json:"startup"`        // doubling; no refusal yet
+	Moved   time.Time     `json:"moved"`          // the last raise or cut
+	Probes  int           `json:"probes"`         // probes since the last cut
+	Hold    time.Duration `json:"hold"`           // the probe interval
+	Bound   float64       `json:"bound"`          // what the API was seen to accept
+	Ceil    float64       `json:"ceil"`           // the upper bound the last cutting refusal set
+	Cut     time.Time     `json:"cut"`            // the last cut
+	Open    time.Time     `json:"open"`           // when the API said, at the last cut, it would take more
+	Noise   time.Time     `json:"noise,omitzero"` // the last cut, or refusal at the bound forgiven (echo or jitter)
+	Window  time.Duration `json:"window"`         // W; 0: not known
+	From    string        `json:"window_from"`    // where W came from: refusal, headers or config
 	// Full is when the request of the last cutting refusal was sent: the
 	// API was full then, and each worker measures spans from it.
 	Full time.Time `json:"full,omitzero"`
