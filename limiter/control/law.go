@@ -19,7 +19,7 @@ const (
 	probeStep       = 0.02                   // a probe's step, a fraction of the ceil
 	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure),
 	sameDrop        = 0.25                   // nor one at most this fraction below it: noise, not a new capacity
-	wideBracket     = 1.5                    // a ceil above this many times the bound is climbed to every climbHold; a nearer one every max(climbHold, W)
+	wideBracket     = 1.5                    // a ceil above this many times the bound and the rate is climbed to every climbHold; a nearer one every max(climbHold, W)
 	jitterUnits     = 10000                  // a refusal at the bound this many units' time after the last cut or such refusal is one burst or jitter
 	moreSpan        = 16 * time.Second       // the least span that can show more capacity
 	longestSpan     = 128 * time.Second      // the longest power-of-two span the estimate tries
@@ -283,16 +283,20 @@ func (l *Law) measure(sent, ra time.Duration) refusal {
 
 // falsify forgets a W that a refusal taught when the API has since taken
 // more than any window of W could, at a refusal of a request sent at
-// sent. At the last cutting refusal's send s the API was full; over the
-// span d = sent − s a sliding window of W frees no more than it took in
-// the windows before, and a fixed one refills at most ceil(d/W) times:
-// neither takes more than ceil(d/W) times the units sent over the W
-// before s. An API that did forgets faster (a leaky or token bucket,
-// which the time since sending began is no window of), and W is unknown
-// until the next idle start teaches it again.
+// sent or at a raise at sent. At the last cutting refusal's send s the
+// API was full; over the span d = sent − s a sliding window of W frees no
+// more than it took in the windows before, and a fixed one refills at
+// most ceil(d/W) times: neither takes more than ceil(d/W) times the units
+// sent over the W before s. An API that did forgets faster (a leaky or
+// token bucket, which the time since sending began is no window of), and
+// W is unknown until the next idle start teaches it again. Once the
+// record no longer holds the W before s, nothing is known either way.
 func (l *Law) falsify(sent time.Duration) {
 	s, w := l.refs[0], l.window
 	if l.wfrom != fromRefusal || w <= 0 || s < w || sent <= s {
+		return
+	}
+	if sent-(s-w) > binCount*binWidth {
 		return
 	}
 	n := math.Ceil(float64(sent-s) / float64(w))
@@ -435,16 +439,18 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 	hold := l.hold
 	if climbing {
 		// A wide bracket (startup's halving) is crossed fast; in a narrow
-		// one each step waits a window, so that the API has seen it before
-		// the next: a window refuses late.
+		// one, or once the rate is near the ceil, each step waits a window,
+		// so that the API has seen it before the next: a window refuses
+		// late.
 		hold = climbHold
-		if l.ceil < wideBracket*l.bound {
+		if l.ceil < wideBracket*math.Max(l.bound, l.rate) {
 			hold = max(climbHold, l.window)
 		}
 	}
 	if t-l.moved < hold {
 		return false
 	}
+	l.falsify(t)
 	v := rec.view(t)
 	if v.sent >= 0 && v.sent < usedRate*l.rate {
 		// The demand does not fill the rate: a higher one would test
@@ -458,7 +464,11 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 		l.bound, l.probes, l.hold = got, 0, max(probeBase, l.window)
 		l.ceil = math.Max(l.ceil, got)
 	}
-	l.bound = math.Max(l.bound, l.rate) // held for the probe interval without a refusal
+	if hold >= l.window {
+		// The API took the rate for a window. A shorter hold shows nothing
+		// of a window's capacity: a window refuses late.
+		l.bound = math.Max(l.bound, l.rate)
+	}
 	var next float64
 	if climbing {
 		next = math.Min(lawMargin*l.ceil, math.Min(1.25*l.rate, (l.rate+l.ceil)/2))

@@ -3,7 +3,6 @@ package control
 import (
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 	"time"
 )
@@ -344,34 +343,6 @@ func fill(l *Law, from, to time.Duration, perMin float64) {
 	}
 }
 
-// W comes from the config (never changed), the quota headers (until the
-// config says otherwise), or the first refusal after an idle start.
-func TestLawWindowSources(t *testing.T) {
-	learned := testLaw(t, ControllerAIMD, 600)
-	fill(learned, 0, 10*time.Second, 600)
-	refuse(learned, 10*time.Second, 10*time.Second, 3*time.Second)
-	if learned.window != 12*time.Second {
-		t.Fatalf("learned W = %v, want the span (10 s) and the Retry-After beyond a second (2 s)", learned.window)
-	}
-	learned.Announce(time.Minute)
-	if learned.window != time.Minute {
-		t.Fatalf("W after a header's window = %v, want 1m", learned.window)
-	}
-	cfg := DefaultConfig()
-	cfg.Window = 30 * time.Second
-	fixed := NewLaw(cfg, 600, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute)
-	fill(fixed, 0, 10*time.Second, 600)
-	refuse(fixed, 10*time.Second, 10*time.Second, 3*time.Second)
-	fixed.Announce(time.Minute)
-	if fixed.window != 30*time.Second {
-		t.Fatalf("W with limiter.window 30s = %v, want it unchanged", fixed.window)
-	}
-	cfg.Window = MaxWindow + time.Second
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "window") {
-		t.Fatalf("window beyond %v: %v, want an error naming window", MaxWindow, err)
-	}
-}
-
 // A startup refusal whose estimate is within 5% of half the rate found
 // only that the API took what was sent before the last doubling: the
 // climb goes back toward the refused rate. Clearly less than half is a
@@ -392,32 +363,6 @@ func TestLawStartupMeasure(t *testing.T) {
 		if math.Abs(l.ceil-tc.wantCeil) > 0.02*tc.wantCeil || l.startup {
 			t.Fatalf("accepted %.0f/min: ceiling %.0f, startup %v; want ceiling %.0f after startup", tc.perMin, l.ceil, l.startup, tc.wantCeil)
 		}
-	}
-}
-
-// With W known (limiter.window or the quota headers), the first refusal
-// after an idle start reads the span of one window when startup sent for
-// longer than W: a window API is full then, and a longer span holds the
-// slow start of the ramp. A span of W that reaches back before sending
-// began holds idle time and is not read.
-func TestLawKnownWindowAtFirstRefusal(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Window = 10 * time.Second
-	known := func() *Law { return NewLaw(cfg, 30000, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute) }
-
-	l := known()
-	fill(l, 0, 10*time.Second, 600)               // the ramp's slow start: 100 units
-	fill(l, 10*time.Second, 20*time.Second, 9000) // the window's quota: 1,500 units in 10 s
-	refuse(l, 20*time.Second+50*time.Millisecond, 20*time.Second, 0)
-	if math.Abs(l.ceil-9000) > 0.02*9000 || math.Abs(l.bound-9000) > 0.02*9000 {
-		t.Fatalf("startup of 20 s against a 10 s window: bound %.0f, ceiling %.0f; want both 9000 (the span of the window, not a longer one that holds the slow start)", l.bound, l.ceil)
-	}
-
-	l = known()
-	fill(l, 5*time.Second, 10*time.Second, 9000) // sending began 5 s into the window
-	refuse(l, 10*time.Second+50*time.Millisecond, 10*time.Second, 0)
-	if l.ceil != 30000 || l.bound != 15000 {
-		t.Fatalf("startup of 5 s against a 10 s window: bound %.0f, ceiling %.0f; want startup's halving (15000, 30000): no span is a window of sending", l.bound, l.ceil)
 	}
 }
 
@@ -524,30 +469,37 @@ func TestLawRescaleRecord(t *testing.T) {
 	}
 }
 
-// A W that a refusal taught is forgotten when the API has since taken
-// more than any window of W could: more, over the span since the last
-// cutting refusal's send, than ceil(span/W) times what was sent over the
-// W before it. A window's W is kept, and so is a W from the config.
-func TestLawForgetsFalsifiedWindow(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		after float64 // per minute, accepted from the refusal on
-		from  windowSource
-		want  time.Duration
+// The bound is what the API was seen to accept for a window: a climb step
+// held a climbHold in a wide bracket shows nothing of a longer window,
+// which refuses late, so it raises the rate and leaves the bound. A step
+// held W does raise the bound. The bracket's width is read against the
+// rate too, so that a climb past 1/wideBracket of the ceil waits W.
+func TestLawClimbBoundNeedsWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		window time.Duration
+		bound  float64 // want, after the step
 	}{
-		{"a leaky bucket: three times the window's take", 1800, fromRefusal, 0},
-		{"a window: what it held", 600, fromRefusal, 10 * time.Second},
-		{"the config's W", 1800, fromConfig, 10 * time.Second},
+		{"W 10 s, held 4 s", 10 * time.Second, 1000},
+		{"W 4 s, held 4 s", climbHold, 1100},
+		{"W not known, held 4 s", 0, 1100},
 	} {
-		l := testLaw(t, ControllerAIMD, 600)
-		l.startup, l.bound, l.ceil, l.rate = false, 600, 600, 588
-		l.window, l.wfrom, l.from = 10*time.Second, c.from, 0
-		fill(l, 10*time.Second, 20*time.Second, 600)
-		l.afterCut(20*time.Second, 20*time.Second)
-		fill(l, 20*time.Second, 35*time.Second, c.after)
-		l.measure(35*time.Second, time.Second)
-		if l.window != c.want {
-			t.Errorf("%s: W %v after the refusal at 35 s, want %v", c.name, l.window, c.want)
+		l := testLaw(t, ControllerAIMD, 1000)
+		l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, 1000, 2000, 1100, tc.window, -1
+		busy(l, climbHold)
+		if !l.raise(climbHold, l) {
+			t.Fatalf("%s: no climb step", tc.name)
 		}
+		if l.bound != tc.bound {
+			t.Errorf("%s: bound %v after a step from 1100, want %v", tc.name, l.bound, tc.bound)
+		}
+	}
+	// At 1,400 the ceil, 2,000, is within 1.5 × the rate: the next step
+	// waits W, though the bound, 1,000, is still far below it.
+	l := testLaw(t, ControllerAIMD, 1000)
+	l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, 1000, 2000, 1400, 10*time.Second, -1
+	busy(l, climbHold)
+	if l.raise(climbHold, l) {
+		t.Fatalf("climbed from 1400 toward 2000 after %v, want a wait of W", climbHold)
 	}
 }

@@ -1,0 +1,123 @@
+package control
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The law's W: where it comes from, and when the API shows it is no
+// window.
+
+// W comes from the config (never changed), the quota headers (until the
+// config says otherwise), or the first refusal after an idle start.
+func TestLawWindowSources(t *testing.T) {
+	learned := testLaw(t, ControllerAIMD, 600)
+	fill(learned, 0, 10*time.Second, 600)
+	refuse(learned, 10*time.Second, 10*time.Second, 3*time.Second)
+	if learned.window != 12*time.Second {
+		t.Fatalf("learned W = %v, want the span (10 s) and the Retry-After beyond a second (2 s)", learned.window)
+	}
+	learned.Announce(time.Minute)
+	if learned.window != time.Minute {
+		t.Fatalf("W after a header's window = %v, want 1m", learned.window)
+	}
+	cfg := DefaultConfig()
+	cfg.Window = 30 * time.Second
+	fixed := NewLaw(cfg, 600, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute)
+	fill(fixed, 0, 10*time.Second, 600)
+	refuse(fixed, 10*time.Second, 10*time.Second, 3*time.Second)
+	fixed.Announce(time.Minute)
+	if fixed.window != 30*time.Second {
+		t.Fatalf("W with limiter.window 30s = %v, want it unchanged", fixed.window)
+	}
+	cfg.Window = MaxWindow + time.Second
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "window") {
+		t.Fatalf("window beyond %v: %v, want an error naming window", MaxWindow, err)
+	}
+}
+
+// With W known (limiter.window or the quota headers), the first refusal
+// after an idle start reads the span of one window when startup sent for
+// longer than W: a window API is full then, and a longer span holds the
+// slow start of the ramp. A span of W that reaches back before sending
+// began holds idle time and is not read.
+func TestLawKnownWindowAtFirstRefusal(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Window = 10 * time.Second
+	known := func() *Law { return NewLaw(cfg, 30000, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute) }
+
+	l := known()
+	fill(l, 0, 10*time.Second, 600)               // the ramp's slow start: 100 units
+	fill(l, 10*time.Second, 20*time.Second, 9000) // the window's quota: 1,500 units in 10 s
+	refuse(l, 20*time.Second+50*time.Millisecond, 20*time.Second, 0)
+	if math.Abs(l.ceil-9000) > 0.02*9000 || math.Abs(l.bound-9000) > 0.02*9000 {
+		t.Fatalf("startup of 20 s against a 10 s window: bound %.0f, ceiling %.0f; want both 9000 (the span of the window, not a longer one that holds the slow start)", l.bound, l.ceil)
+	}
+
+	l = known()
+	fill(l, 5*time.Second, 10*time.Second, 9000) // sending began 5 s into the window
+	refuse(l, 10*time.Second+50*time.Millisecond, 10*time.Second, 0)
+	if l.ceil != 30000 || l.bound != 15000 {
+		t.Fatalf("startup of 5 s against a 10 s window: bound %.0f, ceiling %.0f; want startup's halving (15000, 30000): no span is a window of sending", l.bound, l.ceil)
+	}
+}
+
+// A W that a refusal taught is forgotten when the API has since taken
+// more than any window of W could: more, over the span since the last
+// cutting refusal's send, than ceil(span/W) times what was sent over the
+// W before it. A window's W is kept, and so is a W from the config.
+func TestLawForgetsFalsifiedWindow(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		after float64 // per minute, accepted from the refusal on
+		from  windowSource
+		want  time.Duration
+	}{
+		{"a leaky bucket: three times the window's take", 1800, fromRefusal, 0},
+		{"a window: what it held", 600, fromRefusal, 10 * time.Second},
+		{"the config's W", 1800, fromConfig, 10 * time.Second},
+	} {
+		l := testLaw(t, ControllerAIMD, 600)
+		l.startup, l.bound, l.ceil, l.rate = false, 600, 600, 588
+		l.window, l.wfrom, l.from = 10*time.Second, c.from, 0
+		fill(l, 10*time.Second, 20*time.Second, 600)
+		l.afterCut(20*time.Second, 20*time.Second)
+		fill(l, 20*time.Second, 35*time.Second, c.after)
+		l.measure(35*time.Second, time.Second)
+		if l.window != c.want {
+			t.Errorf("%s: W %v after the refusal at 35 s, want %v", c.name, l.window, c.want)
+		}
+	}
+}
+
+// A raise weighs the evidence against W as a refusal does: a leaky bucket
+// that has taken more since the last cut than a window of W could loses
+// its W at the next raise, so the climbs stop waiting it. A window keeps
+// its W, also when the window before the last cut has left the record
+// (no evidence either way).
+func TestLawRaiseFalsifiesWindow(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		after float64       // per minute, accepted from the cut on
+		at    time.Duration // the raise, after the cut at 20 s
+		want  time.Duration
+	}{
+		{"a leaky bucket", 1800, 15 * time.Second, 0},
+		{"a window", 600, 15 * time.Second, 10 * time.Second},
+		{"a window, its take before the cut forgotten", 600, 250 * time.Second, 10 * time.Second},
+	} {
+		l := testLaw(t, ControllerAIMD, 600)
+		l.startup, l.bound, l.ceil, l.rate = false, 600, 600, 588
+		l.window, l.wfrom, l.from = 10*time.Second, fromRefusal, 0
+		fill(l, 10*time.Second, 20*time.Second, 600)
+		l.afterCut(20*time.Second, 20*time.Second)
+		at := 20*time.Second + c.at
+		fill(l, 20*time.Second, at, c.after)
+		l.raise(at, l)
+		if l.window != c.want {
+			t.Errorf("%s: W %v after a raise %v after the cut, want %v", c.name, l.window, c.at, c.want)
+		}
+	}
+}
