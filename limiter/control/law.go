@@ -450,12 +450,18 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 	if t-l.moved < hold {
 		return false
 	}
-	l.falsify(t)
 	v := rec.view(t)
 	if v.sent >= 0 && v.sent < usedRate*l.rate {
 		// The demand does not fill the rate: a higher one would test
 		// nothing, and the API has not been seen to accept this one.
 		return false
+	}
+	// W is weighed only at a raise that goes ahead: a success that finds
+	// the rate unused costs no more than the view.
+	if w := l.window; w > 0 {
+		if l.falsify(t); l.window != w {
+			v = rec.view(t) // what the API accepted, over the span without W
+		}
 	}
 	// What the API accepted lately, when it is more than the bound, moves
 	// the bound up and restarts the probes from it: above a ceiling it

@@ -96,20 +96,23 @@ func TestLawForgetsFalsifiedWindow(t *testing.T) {
 // that has taken more since the last cut than a window of W could loses
 // its W at the next raise, so the climbs stop waiting it. A window keeps
 // its W, also when the window before the last cut has left the record
-// (no evidence either way).
+// (no evidence either way). A success that finds the rate unused is no
+// raise and weighs nothing (it stays as cheap as the view).
 func TestLawRaiseFalsifiesWindow(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		after float64       // per minute, accepted from the cut on
 		at    time.Duration // the raise, after the cut at 20 s
+		rate  float64
 		want  time.Duration
 	}{
-		{"a leaky bucket", 1800, 15 * time.Second, 0},
-		{"a window", 600, 15 * time.Second, 10 * time.Second},
-		{"a window, its take before the cut forgotten", 600, 250 * time.Second, 10 * time.Second},
+		{"a leaky bucket", 1800, 15 * time.Second, 588, 0},
+		{"a leaky bucket, the rate unused", 1800, 15 * time.Second, 2100, 10 * time.Second},
+		{"a window", 600, 15 * time.Second, 588, 10 * time.Second},
+		{"a window, its take before the cut forgotten", 600, 250 * time.Second, 588, 10 * time.Second},
 	} {
 		l := testLaw(t, ControllerAIMD, 600)
-		l.startup, l.bound, l.ceil, l.rate = false, 600, 600, 588
+		l.startup, l.bound, l.ceil, l.rate = false, 600, 600, c.rate
 		l.window, l.wfrom, l.from = 10*time.Second, fromRefusal, 0
 		fill(l, 10*time.Second, 20*time.Second, 600)
 		l.afterCut(20*time.Second, 20*time.Second)
