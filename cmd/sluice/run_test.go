@@ -422,6 +422,12 @@ func TestRunShutdownLosesNothing(t *testing.T) {
 	cfg := e2eConfig(t, natsURL, target.URL)
 	cfg.Worker.MaxInFlight = 200
 	cfg.Worker.ShutdownTimeout = time.Duration(time.Second)
+	// The target holds each request until the test releases it. A request
+	// that timed out while held could still take a release: the target
+	// would count it completed while the worker had already given it up,
+	// and the wait for 10 settled jobs below would never end. No request
+	// times out before the test's waits do.
+	cfg.Target.Timeout = time.Duration(5 * time.Minute)
 	// A limiter that lets 40 jobs through at once and then one per
 	// second: most jobs wait in its queue when the worker stops.
 	cfg.Limiter.Disabled = false
@@ -443,8 +449,9 @@ func TestRunShutdownLosesNothing(t *testing.T) {
 	testkit.Eventually(t, "10 jobs completed", func() bool { mu.Lock(); defer mu.Unlock(); return len(completedRun1) == 10 })
 	// The target has answered them; the stop comes once the worker has
 	// settled them too, not while an answer is still on its way to it.
-	testkit.Eventually(t, "10 jobs settled", func() bool {
-		return jobOutcomes(t, reg1)[worker.OutcomeSucceeded.String()] == 10
+	testkit.EventuallyState(t, "10 jobs settled", func() (bool, string) {
+		o := jobOutcomes(t, reg1)
+		return o[worker.OutcomeSucceeded.String()] == 10, fmt.Sprintf("outcomes %v", o)
 	})
 	r1.stop(t)
 
