@@ -421,13 +421,13 @@ func TestRunShutdownLosesNothing(t *testing.T) {
 
 	cfg := e2eConfig(t, natsURL, target.URL)
 	cfg.Worker.MaxInFlight = 200
-	cfg.Worker.ShutdownTimeout = time.Duration(time.Second)
+	cfg.Worker.ShutdownTimeout = time.Second
 	// The target holds each request until the test releases it. A request
 	// that timed out while held could still take a release: the target
 	// would count it completed while the worker had already given it up,
 	// and the wait for 10 settled jobs below would never end. No request
 	// times out before the test's waits do.
-	cfg.Target.Timeout = time.Duration(5 * time.Minute)
+	cfg.Target.Timeout = 5 * time.Minute
 	// A limiter that lets 40 jobs through at once and then one per
 	// second: most jobs wait in its queue when the worker stops.
 	cfg.Limiter.Disabled = false
