@@ -52,7 +52,7 @@ func TestRunShare(t *testing.T) {
 			cfg := e2eConfig(t, natsURL, target)
 			cfg.Limiter.Disabled = false
 			cfg.Limiter.InitialUnitsPerMinute = 1200
-			cfg.Limiter.Share = config.Share{Mode: mode, TTL: time.Duration(3 * time.Second), Partitions: 16}
+			cfg.Limiter.Share = config.Share{Mode: mode, TTL: 3 * time.Second, Partitions: 16}
 			extra := ""
 			if c.natsURL {
 				cfg.Limiter.Share.NATSURL = backends.StartNATS(t)
@@ -149,7 +149,7 @@ func TestRunShareRemembers(t *testing.T) {
 	cfg := e2eConfig(t, natsURL, "http://127.0.0.1:1/")
 	cfg.Limiter.Disabled = false
 	cfg.Limiter.InitialUnitsPerMinute = 1200
-	cfg.Limiter.Share = config.Share{Mode: config.ShareMembers, TTL: time.Duration(3 * time.Second), Remember: time.Duration(time.Hour)}
+	cfg.Limiter.Share = config.Share{Mode: config.ShareMembers, TTL: 3 * time.Second, Remember: time.Hour}
 	mustValid(t, cfg)
 	nc, err := nats.Connect(natsURL)
 	if err != nil {

@@ -39,15 +39,15 @@ func e2eConfig(t *testing.T, natsURL, target string) config.Config {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Source.JetStream.URL = natsURL
-	cfg.Source.JetStream.FetchWait = time.Duration(200 * time.Millisecond)
+	cfg.Source.JetStream.FetchWait = 200 * time.Millisecond
 	cfg.Target.BaseURL = target
-	cfg.Target.Timeout = time.Duration(5 * time.Second)
+	cfg.Target.Timeout = 5 * time.Second
 	cfg.Metrics.Listen = config.OpsListenOff
 	cfg.Limiter.Disabled = true
-	cfg.Worker.Backoff = config.Backoff{Base: time.Duration(10 * time.Millisecond), Cap: time.Duration(50 * time.Millisecond)}
-	cfg.Worker.RejectedDelay = time.Duration(50 * time.Millisecond)
-	cfg.Worker.MaxRedeliveryDelay = time.Duration(100 * time.Millisecond)
-	cfg.Worker.ShutdownTimeout = time.Duration(2 * time.Second)
+	cfg.Worker.Backoff = config.Backoff{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond}
+	cfg.Worker.RejectedDelay = 50 * time.Millisecond
+	cfg.Worker.MaxRedeliveryDelay = 100 * time.Millisecond
+	cfg.Worker.ShutdownTimeout = 2 * time.Second
 	return cfg
 }
 
@@ -432,7 +432,7 @@ func TestRunShutdownLosesNothing(t *testing.T) {
 	// second: most jobs wait in its queue when the worker stops.
 	cfg.Limiter.Disabled = false
 	cfg.Limiter.InitialUnitsPerMinute = 60
-	cfg.Limiter.Burst = time.Duration(40 * time.Second)
+	cfg.Limiter.Burst = 40 * time.Second
 	mustValid(t, cfg)
 
 	q := client(t, cfg)

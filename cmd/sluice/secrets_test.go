@@ -276,7 +276,7 @@ func refusedWorker(t *testing.T, file string, tc natsSecretCase, tokenFile strin
 	if wrong, err := config.Load(file, config.Options{}); err != nil {
 		refused = err.Error()
 	} else {
-		wrong.Source.JetStream.ConnectTimeout = time.Duration(2 * time.Second)
+		wrong.Source.JetStream.ConnectTimeout = 2 * time.Second
 		var out testkit.SyncBuffer
 		wlog, _ := run.NewLogger(&out, "json", "debug")
 		err := run.Worker(t.Context(), wrong, run.Options{Registry: prometheus.NewRegistry(), Log: wlog})

@@ -109,7 +109,7 @@ func TestRunTLSWithCAFile(t *testing.T) {
 	defer target.Close()
 
 	cfg := e2eConfig(t, "nats://"+ns.Addr().String(), target.URL)
-	cfg.Source.JetStream.ConnectTimeout = time.Duration(3 * time.Second)
+	cfg.Source.JetStream.ConnectTimeout = 3 * time.Second
 	for name, caFile := range map[string]string{"no CA file": "", "another CA": other.caFile} {
 		bad := cfg
 		bad.Source.JetStream.TLS.CAFile = caFile
