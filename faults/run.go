@@ -384,7 +384,15 @@ func (e *env) remaining() (int, error) {
 		return 0, err
 	}
 	info := c.CachedInfo()
-	return int(info.NumPending) + info.NumAckPending, nil
+	// The stream keeps a job until it is acked or terminated (work-queue
+	// retention), so its count is the ground truth. The consumer's count
+	// alone once ended a cluster-node-loss drain with 273 jobs that had
+	// not reached the target.
+	st, err := e.js.Stream(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	return max(int(info.NumPending)+info.NumAckPending, int(st.CachedInfo().State.Msgs)), nil
 }
 
 // waitProgress waits until at least frac of the jobs are settled.
