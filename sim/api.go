@@ -28,10 +28,15 @@ const (
 	// tokens at most, refilled every FillInterval with
 	// Quota × FillInterval / Window tokens.
 	APIBucket API = "bucket"
+	// APIWeighted is a sliding window estimated from two fixed periods,
+	// as HAProxy's stick-table rates and Cloudflare's and Kong's sliding
+	// windows count: the previous period's units weigh by the share of
+	// the current period still to come.
+	APIWeighted API = "weighted"
 )
 
 // APIs lists the model APIs in the order of the zoo.
-var APIs = []API{APIWindow, APILeaky, APIFixed, APIBucket}
+var APIs = []API{APIWindow, APILeaky, APIFixed, APIBucket, APIWeighted}
 
 // ParseAPI returns the API named s.
 func ParseAPI(s string) (API, error) {
@@ -51,9 +56,9 @@ func ParseAPI(s string) (API, error) {
 const DefaultFillInterval = time.Second
 
 // quotaModel is a model API's rule for accepting calls: Window, Leaky,
-// Fixed or Bucket. Take decides a call of units at now; wait is the exact
-// time until it would be accepted if nothing else were taken meanwhile, or
-// −1 when it never can be.
+// Fixed, Bucket or Weighted. Take decides a call of units at now; wait is
+// the exact time until it would be accepted if nothing else were taken
+// meanwhile, or −1 when it never can be.
 type quotaModel interface {
 	Take(now time.Time, units float64) (ok bool, wait time.Duration)
 	setQuota(now time.Time, q float64)
@@ -69,6 +74,7 @@ var (
 	_ quotaModel = (*Leaky)(nil)
 	_ quotaModel = (*Fixed)(nil)
 	_ quotaModel = (*Bucket)(nil)
+	_ quotaModel = (*Weighted)(nil)
 	_ stater     = (*Window)(nil)
 	_ stater     = (*Fixed)(nil)
 )
@@ -88,7 +94,7 @@ type apiSpec struct {
 // API, a burst that is not a finite number >= 0, a bucket whose fill
 // interval is not > 0 or whose size is below one fill, refused calls
 // counted by an API that does not count them, and quota headers from an
-// API that sends none (leaky, bucket).
+// API that sends none (leaky, bucket, weighted).
 func (s apiSpec) validate() []error {
 	var errs []error
 	api := s.api
@@ -101,11 +107,11 @@ func (s apiSpec) validate() []error {
 	if !(s.burst >= 0) || math.IsInf(s.burst, 0) {
 		errs = append(errs, fmt.Errorf("sim: burst_units: must be >= 0, got %v", s.burst))
 	}
-	if (api == APILeaky || api == APIBucket) && s.headers.Format != call.RateLimitNone {
+	if (api == APILeaky || api == APIBucket || api == APIWeighted) && s.headers.Format != call.RateLimitNone {
 		errs = append(errs, fmt.Errorf("sim: headers: the %s api sends no quota headers, got %v", api, s.headers.Format))
 	}
-	if s.countRefused && api != APIWindow && api != APIFixed {
-		errs = append(errs, fmt.Errorf("sim: count_refused: only the window and fixed apis count refused calls, got api %s", api))
+	if s.countRefused && api != APIWindow && api != APIFixed && api != APIWeighted {
+		errs = append(errs, fmt.Errorf("sim: count_refused: only the window, fixed and weighted apis count refused calls, got api %s", api))
 	}
 	if api == APIBucket {
 		if s.fill <= 0 {
@@ -131,6 +137,8 @@ func (s apiSpec) model(origin time.Time) quotaModel {
 		return &Fixed{Span: s.span, Quota: s.quota, CountRefused: s.countRefused}
 	case APIBucket:
 		return &Bucket{Span: s.span, Quota: s.quota, Burst: s.burst, FillInterval: s.fill, Origin: origin}
+	case APIWeighted:
+		return &Weighted{Span: s.span, Quota: s.quota, CountRefused: s.countRefused}
 	}
 	return &Window{Span: s.span, Quota: s.quota, CountRefused: s.countRefused}
 }

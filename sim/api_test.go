@@ -104,6 +104,53 @@ func TestBucket(t *testing.T) {
 	})
 }
 
+// The weighted counter reads curr + prev × the share of the period left; a
+// refusal waits until prev's weight, or in the next period curr's, has run
+// down far enough; two idle periods start it afresh.
+func TestWeighted(t *testing.T) {
+	w := &Weighted{Span: 10 * time.Second, Quota: 10}
+	runSteps(t, "weighted", w, []takeStep{
+		{0, 8, true, 0},                               // the period [0s, 10s)
+		{time.Second, 4, false, 11500 * ms},           // in [10s, 20s) once 8 × (1 − x/10s) ≤ 6: at 12.5s
+		{12500 * ms, 4, true, 0},                      // 8 × 0.75 + 4 = 10
+		{13 * time.Second, 2, false, 2 * time.Second}, // 4 + 8 × (1 − x/10s) ≤ 8 from 15s
+		{15 * time.Second, 2, true, 0},
+		{15 * time.Second, 11, false, -1}, // above the quota: never fits
+		{35 * time.Second, 10, true, 0},   // two periods idle: [35s, 45s) with nothing before
+	})
+	for _, c := range []struct {
+		at   time.Duration
+		want float64
+	}{{44 * time.Second, 10}, {45 * time.Second, 10}, {50 * time.Second, 5}, {55 * time.Second, 0}} {
+		if got := w.Count(epoch.Add(c.at)); got != c.want {
+			t.Fatalf("count at %v = %v, want %v", c.at, got, c.want)
+		}
+	}
+
+	// Refused calls count: the refused 4 make 12 to weigh down to 6, and
+	// the refused 3 at 16s leave no room before the next period.
+	for _, c := range []struct {
+		refused bool
+		steps   []takeStep
+	}{
+		{false, []takeStep{
+			{0, 8, true, 0},
+			{time.Second, 4, false, 11500 * ms},
+			{12500 * ms, 4, true, 0},
+			{13 * time.Second, 3, false, 3250 * ms}, // 4 + 8 × (1 − x/10s) ≤ 7 from 16.25s
+		}},
+		{true, []takeStep{
+			{0, 8, true, 0},
+			{time.Second, 4, false, 14 * time.Second}, // 12 × (1 − x/10s) ≤ 6 from 15s
+			{15 * time.Second, 4, true, 0},            // 12 × 0.5 + 4 = 10
+			{16 * time.Second, 3, false, 4 * time.Second},
+			{20 * time.Second, 3, true, 0}, // the 7 of [10s, 20s) weigh 7 at 20s
+		}},
+	} {
+		runSteps(t, "weighted", &Weighted{Span: 10 * time.Second, Quota: 10, CountRefused: c.refused}, c.steps)
+	}
+}
+
 // With CountRefused a refused call's units enter the window, and its wait
 // counts them until they leave.
 func TestWindowCountRefused(t *testing.T) {
@@ -144,6 +191,7 @@ func TestAPIValidate(t *testing.T) {
 		{apiSpec{api: APIBucket, quota: 600, span: time.Minute, fill: time.Second, burst: 9}, "at least one fill's tokens (quota × fill_interval / window = 10)"},
 		{apiSpec{api: APIBucket, quota: 600, span: time.Minute, burst: 10}, "fill_interval"},
 		{apiSpec{api: APIBucket, quota: 600, span: time.Minute, fill: time.Second, burst: 10, headers: call.RateLimitHeaders{Format: call.RateLimitIETF}}, "headers"},
+		{apiSpec{api: APIWeighted, countRefused: true, headers: call.RateLimitHeaders{Format: call.RateLimitX}}, "headers"},
 	} {
 		errs := c.spec.validate()
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), c.want) {
@@ -152,6 +200,7 @@ func TestAPIValidate(t *testing.T) {
 	}
 	for _, ok := range []apiSpec{
 		{api: APIFixed, countRefused: true, headers: call.RateLimitHeaders{Format: call.RateLimitX}},
+		{api: APIWeighted, countRefused: true},
 		{api: APIBucket, quota: 600, span: time.Minute, fill: time.Second, burst: 10},
 		{},
 	} {

@@ -98,7 +98,7 @@ type Config struct {
 	Seed     uint64        // seed of the random source (arrivals, costs, latency)
 
 	// The model API.
-	API    API           // APIWindow (default), APILeaky, APIFixed or APIBucket
+	API    API           // APIWindow (default), APILeaky, APIFixed, APIBucket or APIWeighted
 	Quota  float64       // hidden quota in units per Window; default 3000
 	Window time.Duration // the sliding or fixed window (APILeaky, APIBucket: the span of Quota); default 60s
 	// BurstUnits is how far ahead of the steady rate APILeaky lets calls
@@ -108,8 +108,8 @@ type Config struct {
 	// FillInterval is how often APIBucket adds Quota × FillInterval /
 	// Window tokens; default 1s.
 	FillInterval time.Duration
-	// CountRefused makes APIWindow and APIFixed count the units of a
-	// refused call against the quota too.
+	// CountRefused makes APIWindow, APIFixed and APIWeighted count the
+	// units of a refused call against the quota too.
 	CountRefused bool
 	// NoRetryAfter makes the API answer a refusal with a 429 and no
 	// Retry-After, as nginx's limit_req, Envoy's local rate limit and

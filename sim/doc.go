@@ -14,13 +14,15 @@
 // instant the request reaches the API. Server serves the same model over
 // HTTP for `sluice testserver`.
 //
-// Config.API chooses among four models, each with time as an argument:
+// Config.API chooses among five models, each with time as an argument:
 // Window (the sliding window), Leaky (nginx limit_req's leaky bucket),
-// Fixed (a window that resets, as GitHub's) and Bucket (Envoy's local rate
-// limit, a token bucket refilled every fill interval). Window and Fixed can
-// count refused calls against the quota (Config.CountRefused, as HAProxy's
-// stick tables do), and any of them can refuse calls beyond a number in
-// flight (Config.Concurrency).
+// Fixed (a window that resets, as GitHub's), Bucket (Envoy's local rate
+// limit, a token bucket refilled every fill interval) and Weighted (a
+// sliding window estimated from two fixed periods, as HAProxy's stick-table
+// rates and Kong's and Cloudflare's sliding windows count). Window, Fixed
+// and Weighted can count refused calls against the quota
+// (Config.CountRefused, as HAProxy's stick tables do), and any of them can
+// refuse calls beyond a number in flight (Config.Concurrency).
 //
 // # The zoo
 //

@@ -47,17 +47,31 @@ func (f *Fixed) Take(now time.Time, units float64) (ok bool, wait time.Duration)
 		return true, 0
 	}
 	f.open(now)
-	if f.used+units <= f.Quota+windowEps {
-		f.used += units
+	switch ok, never := takeCounted(&f.used, f.used, units, f.Quota, f.CountRefused); {
+	case ok:
 		return true, 0
-	}
-	if units > f.Quota+windowEps {
+	case never:
 		return false, -1
 	}
-	if f.CountRefused {
-		f.used += units
-	}
 	return false, f.start.Add(f.span()).Sub(now)
+}
+
+// takeCounted decides a call of units against a model that keeps its
+// count in *n and reads reading now (*n and what it carries over). Units
+// that fit quota with reading are accepted and counted (ok); units above
+// quota never fit (never); a refused call's units are counted when
+// countRefused. (Fixed and Weighted; Window counts by entries.)
+func takeCounted(n *float64, reading, units, quota float64, countRefused bool) (ok, never bool) {
+	switch {
+	case reading+units <= quota+windowEps:
+		*n += units
+		return true, false
+	case units > quota+windowEps:
+		return false, true
+	case countRefused:
+		*n += units
+	}
+	return false, false
 }
 
 // Used returns the units counted in the window open at now (0 when none

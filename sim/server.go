@@ -36,14 +36,15 @@ type ServerConfig struct {
 	// sliding Window; APILeaky, a gateway's leaky bucket: Quota units per
 	// Window leak out at a steady rate and BurstUnits may go ahead;
 	// APIFixed, a Fixed window that resets; APIBucket, Envoy's token
-	// Bucket of BurstUnits tokens refilled every FillInterval.
+	// Bucket of BurstUnits tokens refilled every FillInterval;
+	// APIWeighted, HAProxy's Weighted two-period counter.
 	API API
 	// BurstUnits is, with APILeaky, the units a call may go ahead of the
 	// steady rate, >= 0 (default 5); with APIBucket, the bucket's size, at
 	// least one fill's tokens.
 	BurstUnits   float64
 	FillInterval time.Duration      // APIBucket: how often tokens are added; default 1s
-	CountRefused bool               // APIWindow, APIFixed: a refused call counts against the quota too
+	CountRefused bool               // APIWindow, APIFixed, APIWeighted: a refused call counts against the quota too
 	NoRetryAfter bool               // a 429 names no Retry-After, in its header or its body
 	Quota        float64            // units per Window; default 3000
 	Window       time.Duration      // default 60s

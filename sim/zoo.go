@@ -63,7 +63,7 @@ type ZooSetting struct {
 	Burst        float64       // APILeaky: units a call may go ahead
 	BurstFills   float64       // APIBucket: the bucket's size, in fills
 	FillInterval time.Duration // APIBucket
-	CountRefused bool          // APIWindow, APIFixed
+	CountRefused bool          // APIWindow, APIFixed, APIWeighted
 	// Idle > 0 makes the demand start after it. Such a setting's oracle
 	// is its base setting's, with no idle time: a pacer in hindsight
 	// starts when the jobs do.
@@ -94,6 +94,15 @@ func ZooSettings(api API, idle time.Duration) []ZooSetting {
 	case APILeaky:
 		for _, b := range []float64{3, 10, 30} {
 			s = append(s, ZooSetting{Name: "burst " + strconv.FormatFloat(b, 'f', -1, 64), Burst: b})
+		}
+	case APIWeighted:
+		// Sliding windows as Kong and Cloudflare estimate them, and
+		// HAProxy's usual recipe (http_req_rate(10s), refused calls
+		// counted).
+		s = []ZooSetting{
+			{Name: "window 60s", Window: time.Minute},
+			{Name: "window 10s", Window: 10 * time.Second},
+			{Name: "window 10s, refused count", Window: 10 * time.Second, CountRefused: true},
 		}
 	case APIBucket:
 		s = []ZooSetting{

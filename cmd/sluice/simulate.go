@@ -31,7 +31,9 @@ bucket (nginx limit_req) whose calls may go --burst-units ahead of the steady
 rate; fixed, a --window that resets (GitHub), Retry-After to the reset;
 bucket, Envoy's local rate limit: at most --burst-units tokens (default: one
 fill), refilled every --fill-interval with quota × interval / window tokens,
-Retry-After to the fill that makes room. --count-refused (window, fixed): a
+Retry-After to the fill that makes room; weighted, a sliding window estimated
+from two fixed periods of --window (HAProxy's stick-table rates, Kong's and
+Cloudflare's sliding windows). --count-refused (window, fixed, weighted): a
 refused call counts against the quota too (HAProxy's stick-table counters).
 --no-retry-after: a refusal names no Retry-After, as gateways answer.
 --concurrency N: the API also refuses a call, with a 429 and no Retry-After,
@@ -84,11 +86,11 @@ time. See docs/simulator.md.`,
 	fl.Float64Var(&f.Initial, "initial", 0, "initial_units_per_minute of the whole budget (default: the scenario's, 1500; ramp 600)")
 	fl.Float64Var(&f.CubicScaleConstant, "cubic-scale-constant", 0, "cubic.scale_constant, units/min per s³ (default: the limiter's default)")
 	registerHeaders(fl, &f.Headers, "the model API sends them with every response and the limiters read them")
-	fl.StringVar(&f.API, "api", string(sim.APIWindow), "model API: window (a sliding window), leaky (a gateway's leaky bucket; strict: leaky), fixed (a window that resets) or bucket (Envoy's token bucket); with --zoo, the one API to run")
+	fl.StringVar(&f.API, "api", string(sim.APIWindow), "model API: window (a sliding window), leaky (a gateway's leaky bucket; strict: leaky), fixed (a window that resets), bucket (Envoy's token bucket) or weighted (HAProxy's two-period rate); with --zoo, the one API to run")
 	fl.DurationVar(&f.Window, "window", sim.DefaultWindowSpan, "the span of --quota: the sliding or fixed window")
 	fl.Float64Var(&f.Burst, "burst-units", 5, "with --api leaky: units a call may go ahead of the steady rate; with --api bucket: the bucket's size (default one fill)")
 	fl.DurationVar(&f.FillInterval, "fill-interval", sim.DefaultFillInterval, "with --api bucket: how often quota × interval / window tokens are added")
-	fl.BoolVar(&f.CountRefused, "count-refused", false, "with --api window or fixed: a refused call counts against the quota too")
+	fl.BoolVar(&f.CountRefused, "count-refused", false, "with --api window, fixed or weighted: a refused call counts against the quota too")
 	fl.BoolVar(&f.NoRetryAfter, "no-retry-after", false, "answer a refusal with a 429 and no Retry-After, as nginx limit_req, Envoy and HAProxy do by default")
 	fl.IntVar(&f.Concurrency, "concurrency", 0, "the API refuses a call (429, no Retry-After) when this many are in flight; 0: no limit")
 	fl.DurationVar(&f.Latency, "latency", 100*time.Millisecond, "mean round trip of a call (jitter ±20 ms, at most a fifth of it)")

@@ -29,8 +29,13 @@ call's Retry-After is the seconds until it resets. --api bucket is Envoy's
 local rate limit: a bucket of --burst-units tokens (default: one fill), full
 at the start, that gains quota × --fill-interval / --window tokens at every
 --fill-interval; a refused call's Retry-After is the seconds until the fill
-that makes room. --count-refused (window, fixed): a refused call counts
-against the quota too, as HAProxy's stick-table counters do.
+that makes room. --api weighted is a sliding window estimated from two
+fixed periods of --window, as HAProxy's stick-table rates (http_req_rate)
+and Kong's and Cloudflare's sliding windows count: the last period's units
+weigh by the share of the current one still to come; a refused call's
+Retry-After is the seconds until that weight has run down enough.
+--count-refused (window, fixed, weighted): a refused call counts against
+the quota too, as HAProxy's stick-table counters do.
 --no-retry-after: a refusal names no Retry-After, as nginx limit_req, Envoy
 and HAProxy answer by default.
 
@@ -67,10 +72,10 @@ stats as JSON. See docs/simulator.md.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.API, "api", string(sim.APIWindow), "model API: window (a sliding window), leaky (a gateway's leaky bucket), fixed (a window that resets) or bucket (Envoy's token bucket)")
+	fl.StringVar(&f.API, "api", string(sim.APIWindow), "model API: window (a sliding window), leaky (a gateway's leaky bucket), fixed (a window that resets), bucket (Envoy's token bucket) or weighted (HAProxy's two-period rate)")
 	fl.Float64Var(&f.Burst, "burst-units", 5, "with --api leaky: units a call may go ahead of the steady rate; with --api bucket: the bucket's size (default one fill)")
 	fl.DurationVar(&f.FillInterval, "fill-interval", sim.DefaultFillInterval, "with --api bucket: how often quota × interval / window tokens are added")
-	fl.BoolVar(&f.CountRefused, "count-refused", false, "with --api window or fixed: a refused call counts against the quota too")
+	fl.BoolVar(&f.CountRefused, "count-refused", false, "with --api window, fixed or weighted: a refused call counts against the quota too")
 	fl.BoolVar(&f.NoRetryAfter, "no-retry-after", false, "answer a refusal with a 429 and no Retry-After, as nginx limit_req, Envoy and HAProxy do by default")
 	fl.Float64Var(&f.Quota, "quota", 3000, "hidden quota, units per window")
 	fl.DurationVar(&f.Window, "window", sim.DefaultWindowSpan, "length of the sliding or fixed window, and the span of --quota")
