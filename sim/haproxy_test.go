@@ -1,0 +1,159 @@
+package sim
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestWeightedMatchesHAProxy drives a real HAProxy, the binary HAPROXY
+// names, running the usual stick-table recipe (http_req_rate, refused
+// requests counted, 200 requests per 4 s), with a burst, a pause and
+// steady loads above and below its rate, and replays the same requests,
+// at the instants they were sent, through Weighted and Window. Weighted
+// must decide as HAProxy did for at least 98% of them; Window, which
+// frees the burst all at once one window later, must not, or the schedule
+// no longer tells the two apart. Skipped when HAPROXY is not set
+// (make e2e-zoo installs haproxy).
+func TestWeightedMatchesHAProxy(t *testing.T) {
+	bin := os.Getenv("HAPROXY")
+	if bin == "" {
+		t.Skip("HAPROXY not set: the path of a haproxy binary")
+	}
+	const (
+		span  = 4 * time.Second
+		quota = 200
+	)
+	upstream := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer upstream.Close()
+	addr := haproxy(t, bin, fmt.Sprintf(`global
+    maxconn 1024
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+frontend api
+    bind %%s
+    stick-table type ip size 100k expire 30s store http_req_rate(%ds)
+    http-request track-sc0 src
+    http-request deny deny_status 429 if { sc_http_req_rate(0) gt %d }
+    default_backend upstream
+backend upstream
+    server api %s
+`, int(span.Seconds()), quota, upstream.Listener.Addr()))
+
+	// Requests per second, each for 400 ms: a burst of 80, a pause of
+	// 3.2 s, twice the rate for 4 s, then below and just under it.
+	var phases []float64
+	phases = append(phases, 200, 200)
+	phases = append(phases, slices.Repeat([]float64{2.5}, 8)...)
+	phases = append(phases, slices.Repeat([]float64{100}, 10)...)
+	phases = append(phases, slices.Repeat([]float64{30}, 10)...)
+	phases = append(phases, slices.Repeat([]float64{45}, 10)...)
+	type sent struct {
+		at time.Duration
+		ok bool
+	}
+	var (
+		mu  sync.Mutex
+		out []sent
+		wg  sync.WaitGroup
+	)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 10 * time.Second}
+	start := time.Now()
+	next := time.Duration(0)
+	for i, rate := range phases {
+		for end := time.Duration(i+1) * 400 * time.Millisecond; next < end; next += time.Duration(float64(time.Second) / rate) {
+			time.Sleep(time.Until(start.Add(next)))
+			wg.Go(func() {
+				at := time.Since(start)
+				resp, err := client.Get("http://" + addr + "/")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusTooManyRequests {
+					t.Errorf("haproxy answered %s", resp.Status)
+				}
+				mu.Lock()
+				out = append(out, sent{at, resp.StatusCode == http.StatusOK})
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	slices.SortFunc(out, func(a, b sent) int { return int(a.at - b.at) })
+
+	wrong := func(m quotaModel) (n, accepted int) {
+		for _, s := range out {
+			ok, _ := m.Take(epoch.Add(s.at), 1)
+			if ok != s.ok {
+				n++
+			}
+			if ok {
+				accepted++
+			}
+		}
+		return n, accepted
+	}
+	var took int
+	for _, s := range out {
+		if s.ok {
+			took++
+		}
+	}
+	weighted, wAcc := wrong(&Weighted{Span: span, Quota: quota, CountRefused: true})
+	window, sAcc := wrong(&Window{Span: span, Quota: quota, CountRefused: true})
+	t.Logf("%d requests, haproxy accepted %d; Weighted accepts %d and decides %d otherwise; Window accepts %d and decides %d otherwise",
+		len(out), took, wAcc, weighted, sAcc, window)
+	if weighted*50 > len(out) {
+		t.Errorf("Weighted decided %d of %d requests otherwise than haproxy, want at most 2%%", weighted, len(out))
+	}
+	if window*10 < len(out) {
+		t.Errorf("Window decided only %d of %d requests otherwise than haproxy: the schedule no longer tells a sliding window from haproxy's counter", window, len(out))
+	}
+}
+
+// haproxy starts bin with the configuration cfg, whose one %s is the
+// address to bind, and returns that address once it accepts connections.
+func haproxy(t *testing.T, bin, cfg string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(cfg, addr)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-db", "-f", path)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy did not listen on %s within 10s", addr)
+		}
+	}
+}
