@@ -59,43 +59,10 @@ backend upstream
 	phases = append(phases, slices.Repeat([]float64{100}, 10)...)
 	phases = append(phases, slices.Repeat([]float64{30}, 10)...)
 	phases = append(phases, slices.Repeat([]float64{45}, 10)...)
-	type sent struct {
-		at time.Duration
-		ok bool
-	}
-	var (
-		mu  sync.Mutex
-		out []sent
-		wg  sync.WaitGroup
-	)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 10 * time.Second}
-	start := time.Now()
-	next := time.Duration(0)
-	for i, rate := range phases {
-		for end := time.Duration(i+1) * 400 * time.Millisecond; next < end; next += time.Duration(float64(time.Second) / rate) {
-			time.Sleep(time.Until(start.Add(next)))
-			wg.Go(func() {
-				at := time.Since(start)
-				resp, err := client.Get("http://" + addr + "/")
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusTooManyRequests {
-					t.Errorf("haproxy answered %s", resp.Status)
-				}
-				mu.Lock()
-				out = append(out, sent{at, resp.StatusCode == http.StatusOK})
-				mu.Unlock()
-			})
-		}
-	}
-	wg.Wait()
+	out := sendPhases(t, "http://"+addr+"/", phases, 400*time.Millisecond)
 	if t.Failed() {
 		return
 	}
-	slices.SortFunc(out, func(a, b sent) int { return int(a.at - b.at) })
 
 	wrong := func(m quotaModel) (n, accepted int) {
 		for _, s := range out {
@@ -125,6 +92,50 @@ backend upstream
 	if window*10 < len(out) {
 		t.Errorf("Window decided only %d of %d requests otherwise than haproxy: the schedule no longer tells a sliding window from haproxy's counter", window, len(out))
 	}
+}
+
+// answered is a request sent at an offset from the start, and whether it
+// was accepted.
+type answered struct {
+	at time.Duration
+	ok bool
+}
+
+// sendPhases sends GET url at each phase's rate, per second, for each
+// phase of length phase, and returns every answer in the order sent.
+func sendPhases(t *testing.T, url string, phases []float64, phase time.Duration) []answered {
+	t.Helper()
+	var (
+		mu  sync.Mutex
+		out []answered
+		wg  sync.WaitGroup
+	)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 10 * time.Second}
+	start := time.Now()
+	next := time.Duration(0)
+	for i, rate := range phases {
+		for end := time.Duration(i+1) * phase; next < end; next += time.Duration(float64(time.Second) / rate) {
+			time.Sleep(time.Until(start.Add(next)))
+			wg.Go(func() {
+				at := time.Since(start)
+				resp, err := client.Get(url)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusTooManyRequests {
+					t.Errorf("%s answered %s", url, resp.Status)
+				}
+				mu.Lock()
+				out = append(out, answered{at, resp.StatusCode == http.StatusOK})
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	slices.SortFunc(out, func(a, b answered) int { return int(a.at - b.at) })
+	return out
 }
 
 // haproxy starts bin with the configuration cfg, whose one %s is the
