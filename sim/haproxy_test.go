@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // TestWeightedMatchesHAProxy drives a real HAProxy, the binary HAPROXY
@@ -142,12 +144,7 @@ func sendPhases(t *testing.T, url string, phases []float64, phase time.Duration)
 // address to bind, and returns that address once it accepts connections.
 func haproxy(t *testing.T, bin, cfg string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testkit.FreeAddr(t)
 	path := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(cfg, addr)), 0o644); err != nil {
 		t.Fatal(err)
@@ -158,13 +155,12 @@ func haproxy(t *testing.T, bin, cfg string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	testkit.Eventually(t, "haproxy listening on "+addr, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			return addr
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy did not listen on %s within 10s", addr)
-		}
-	}
+		return err == nil
+	})
+	return addr
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -79,7 +78,7 @@ worker:
 dead_letters: {kind: jsonl, path: %s}
 metrics: {listen: %q}
 log: {level: debug, format: json}
-`, natsURL, target.URL, dlPath, freeAddr(t))
+`, natsURL, target.URL, dlPath, testkit.FreeAddr(t))
 	cfg, log, logs := loadWithLogs(t, file, src)
 	q := client(t, cfg)
 	enqueueJob(t, q, "q1", map[string]any{"type": "query"})
@@ -134,18 +133,6 @@ log: {level: debug, format: json}
 			}
 		}
 	}
-}
-
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // decodeJSONLines returns the strings of each JSON line of s, decoded, one

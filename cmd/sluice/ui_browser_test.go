@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/browsertest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testkit/backends"
 	"github.com/sluicehq/sluice/sim"
 )
@@ -33,7 +34,7 @@ func TestBrowserLivePage(t *testing.T) {
 	cfg := e2eConfig(t, backends.StartNATS(t), target.URL)
 	cfg.Limiter.Disabled = false
 	cfg.Limiter.InitialUnitsPerMinute = 6000
-	cfg.Metrics.Listen = freeAddr(t)
+	cfg.Metrics.Listen = testkit.FreeAddr(t)
 	cfg = mustValid(t, cfg)
 	src := client(t, cfg)
 	startRunWith(t, cfg, true, nil, prometheus.NewRegistry())

@@ -1,5 +1,6 @@
 // Package testkit holds the helpers that tests of several packages share:
-// polling for an event of the real network, a buffer for concurrent
+// polling for an event of the real network, a free loopback address, a
+// buffer for concurrent
 // writers, an HTTP GET, the in-process command-line runner, the metric
 // tables of the docs and the check of a docs' example against the type the
 // code writes it with. It imports only the standard library, so the tests of
@@ -11,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -46,6 +48,19 @@ func EventuallyState(t testing.TB, what string, cond func() (bool, string)) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago,
+// for a process that must be told where to listen.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
 
 // Command is what RunCLI needs of a command tree: the methods of a
