@@ -52,6 +52,13 @@ func ParseAPI(s string) (API, error) {
 	return "", fmt.Errorf("sim: unknown api %q (want %s)", s, strings.Join(names, ", "))
 }
 
+// CountsRefused reports whether the API can count a refused call's units
+// against its quota (Config.CountRefused): the window, fixed and weighted
+// APIs can; a leaky bucket or a token bucket takes nothing from a refusal.
+func (a API) CountsRefused() bool {
+	return a == APIWindow || a == APIFixed || a == APIWeighted
+}
+
 // DefaultFillInterval is the bucket API's fill interval.
 const DefaultFillInterval = time.Second
 
@@ -110,7 +117,7 @@ func (s apiSpec) validate() []error {
 	if (api == APILeaky || api == APIBucket || api == APIWeighted) && s.headers.Format != call.RateLimitNone {
 		errs = append(errs, fmt.Errorf("sim: headers: the %s api sends no quota headers, got %v", api, s.headers.Format))
 	}
-	if s.countRefused && api != APIWindow && api != APIFixed && api != APIWeighted {
+	if s.countRefused && !api.CountsRefused() {
 		errs = append(errs, fmt.Errorf("sim: count_refused: only the window, fixed and weighted apis count refused calls, got api %s", api))
 	}
 	if api == APIBucket {

@@ -112,8 +112,8 @@ func (o ServerOptions) Config() (sim.ServerConfig, error) {
 	if !(o.Burst >= 0) || math.IsInf(o.Burst, 0) {
 		return cfg, fmt.Errorf("--burst-units: must be >= 0, got %v", o.Burst)
 	}
-	if o.CountRefused && api != sim.APIWindow && api != sim.APIFixed {
-		return cfg, fmt.Errorf("--count-refused: applies to --api window or fixed, got --api %s", api)
+	if o.CountRefused && !api.CountsRefused() {
+		return cfg, fmt.Errorf("--count-refused: applies to --api window, fixed or weighted, got --api %s", api)
 	}
 	cfg.API, cfg.BurstUnits, cfg.CountRefused, cfg.NoRetryAfter = api, o.Burst, o.CountRefused, o.NoRetryAfter
 	if api == sim.APIBucket {

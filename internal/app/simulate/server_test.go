@@ -46,6 +46,13 @@ func TestServerOptionsConfig(t *testing.T) {
 	if cfg, err = f.Config(); err != nil || cfg.BurstUnits != 100 {
 		t.Fatalf("--api bucket --burst-units 100: %+v, %v", cfg, err)
 	}
+	for _, api := range sim.APIs {
+		f = ServerOptions{API: string(api), Quota: 600, Window: 60e9, FillInterval: 1e9, CountRefused: true}
+		cfg, err = f.Config()
+		if api.CountsRefused() != (err == nil) || err == nil && !cfg.CountRefused {
+			t.Errorf("--api %s --count-refused: %+v, %v", api, cfg, err)
+		}
+	}
 	for _, c := range []struct {
 		f    ServerOptions
 		want string
