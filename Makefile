@@ -163,11 +163,13 @@ e2e-strict:
 # with bursts 5, 10 and 20, haproxy's stick-table recipe, testserver's
 # fixed window, and a worker started before its jobs arrive; each row a
 # backlog of 4 minutes of ideal time, 4 rows at a time. About 16 minutes;
-# prints one row per target and the worst ratio last. First, 16 s: the
-# simulator's weighted model decides as that haproxy does.
+# prints one row per target and the worst ratio last. First, 30 s: the
+# simulator's weighted model decides as that haproxy does, and its leaky
+# bucket with --delay as that nginx does.
 e2e-zoo:
 	@command -v nginx >/dev/null 2>&1 && command -v haproxy >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light haproxy; }
 	HAPROXY=$$(command -v haproxy) $(GO) test -count=1 -v -run '^TestWeightedMatchesHAProxy$$' ./sim/
+	NGINX=$$(command -v nginx) $(GO) test -count=1 -v -run '^TestLeakyMatchesNginx$$' ./sim/
 	GO=$(GO) sh scripts/e2e-zoo.sh
 
 # 3 workers in limiter.share.mode members, then with one of them SIGKILLed

@@ -71,6 +71,12 @@ type quotaModel interface {
 	setQuota(now time.Time, q float64)
 }
 
+// holder is a model API that holds an accepted call before answering it
+// (Leaky with Delay): Held is how long the last accepted call waits.
+type holder interface {
+	Held() time.Duration
+}
+
 // stater is a model API that announces its state in quota headers.
 type stater interface {
 	State(now time.Time) QuotaState
@@ -82,6 +88,7 @@ var (
 	_ quotaModel = (*Fixed)(nil)
 	_ quotaModel = (*Bucket)(nil)
 	_ quotaModel = (*Weighted)(nil)
+	_ holder     = (*Leaky)(nil)
 	_ stater     = (*Window)(nil)
 	_ stater     = (*Fixed)(nil)
 )
@@ -94,14 +101,16 @@ type apiSpec struct {
 	burst        float64
 	fill         time.Duration
 	countRefused bool
+	delay        bool
 	headers      call.RateLimitHeaders
 }
 
 // validate reports what is wrong with a model API's settings: an unknown
 // API, a burst that is not a finite number >= 0, a bucket whose fill
 // interval is not > 0 or whose size is below one fill, refused calls
-// counted by an API that does not count them, and quota headers from an
-// API that sends none (leaky, bucket, weighted).
+// counted by an API that does not count them, calls held by an API that
+// holds none (all but leaky), and quota headers from an API that sends
+// none (leaky, bucket, weighted).
 func (s apiSpec) validate() []error {
 	var errs []error
 	api := s.api
@@ -116,6 +125,9 @@ func (s apiSpec) validate() []error {
 	}
 	if (api == APILeaky || api == APIBucket || api == APIWeighted) && s.headers.Format != call.RateLimitNone {
 		errs = append(errs, fmt.Errorf("sim: headers: the %s api sends no quota headers, got %v", api, s.headers.Format))
+	}
+	if s.delay && api != APILeaky {
+		errs = append(errs, fmt.Errorf("sim: delay: only the leaky api holds calls, got api %s", api))
 	}
 	if s.countRefused && !api.CountsRefused() {
 		errs = append(errs, fmt.Errorf("sim: count_refused: only the window, fixed and weighted apis count refused calls, got api %s", api))
@@ -139,7 +151,7 @@ func (s apiSpec) tokensPerFill() float64 {
 func (s apiSpec) model(origin time.Time) quotaModel {
 	switch s.api {
 	case APILeaky:
-		return &Leaky{Span: s.span, Quota: s.quota, Burst: s.burst}
+		return &Leaky{Span: s.span, Quota: s.quota, Burst: s.burst, Delay: s.delay}
 	case APIFixed:
 		return &Fixed{Span: s.span, Quota: s.quota, CountRefused: s.countRefused}
 	case APIBucket:

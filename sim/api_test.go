@@ -192,6 +192,8 @@ func TestAPIValidate(t *testing.T) {
 		{apiSpec{api: APIBucket, quota: 600, span: time.Minute, burst: 10}, "fill_interval"},
 		{apiSpec{api: APIBucket, quota: 600, span: time.Minute, fill: time.Second, burst: 10, headers: call.RateLimitHeaders{Format: call.RateLimitIETF}}, "headers"},
 		{apiSpec{api: APIWeighted, countRefused: true, headers: call.RateLimitHeaders{Format: call.RateLimitX}}, "headers"},
+		{apiSpec{api: APIWindow, delay: true}, "delay"},
+		{apiSpec{api: APIBucket, delay: true, quota: 600, span: time.Minute, fill: time.Second, burst: 10}, "delay"},
 	} {
 		errs := c.spec.validate()
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), c.want) {
@@ -201,11 +203,40 @@ func TestAPIValidate(t *testing.T) {
 	for _, ok := range []apiSpec{
 		{api: APIFixed, countRefused: true, headers: call.RateLimitHeaders{Format: call.RateLimitX}},
 		{api: APIWeighted, countRefused: true},
+		{api: APILeaky, delay: true},
 		{api: APIBucket, quota: 600, span: time.Minute, fill: time.Second, burst: 10},
 		{},
 	} {
 		if errs := ok.validate(); len(errs) != 0 {
 			t.Errorf("%+v: %v", ok, errs)
 		}
+	}
+}
+
+// With Delay the leaky bucket holds an accepted call for its excess over
+// the rate, as nginx limit_req without nodelay delays a request; a refused
+// call leaves the last hold as it was, and without Delay nothing is held.
+func TestLeakyDelay(t *testing.T) {
+	l := &Leaky{Span: time.Second, Quota: 10, Burst: 3, Delay: true} // 10 units/s
+	for i, st := range []struct {
+		at   time.Duration
+		ok   bool
+		held time.Duration
+	}{
+		{0, true, 100 * ms},
+		{0, true, 200 * ms},
+		{0, true, 300 * ms},
+		{0, false, 300 * ms},       // 4 units ahead: refused, the last hold stands
+		{250 * ms, true, 150 * ms}, // 3 − 2.5 + 1 = 1.5 ahead
+		{5 * time.Second, true, 0}, // leaked out: on schedule
+		{5 * time.Second, true, 100 * ms},
+	} {
+		if ok, _ := l.Take(epoch.Add(st.at), 1); ok != st.ok || l.Held() != st.held {
+			t.Fatalf("step %d at %v: %v, held %v; want %v, held %v", i, st.at, ok, l.Held(), st.ok, st.held)
+		}
+	}
+	l.Delay = false
+	if l.Held() != 0 {
+		t.Fatalf("without Delay: held %v", l.Held())
 	}
 }

@@ -111,6 +111,10 @@ type Config struct {
 	// CountRefused makes APIWindow, APIFixed and APIWeighted count the
 	// units of a refused call against the quota too.
 	CountRefused bool
+	// Delay makes APILeaky hold an accepted call that went ahead of the
+	// steady rate until its turn (its excess over the rate) before
+	// answering it, as nginx limit_req does without nodelay.
+	Delay bool
 	// NoRetryAfter makes the API answer a refusal with a 429 and no
 	// Retry-After, as nginx's limit_req, Envoy's local rate limit and
 	// HAProxy's deny do by default.
@@ -363,7 +367,7 @@ func (e Event) validate(f string, quota, maxCost float64, bad func(field string,
 }
 
 func (c Config) apiSpec() apiSpec {
-	return apiSpec{api: c.API, quota: c.Quota, span: c.Window, burst: c.BurstUnits, fill: c.FillInterval, countRefused: c.CountRefused, headers: c.Headers}
+	return apiSpec{api: c.API, quota: c.Quota, span: c.Window, burst: c.BurstUnits, fill: c.FillInterval, countRefused: c.CountRefused, delay: c.Delay, headers: c.Headers}
 }
 
 // limiterConfig is the limiter's Config for the run's mode and instances.

@@ -66,26 +66,14 @@ backend upstream
 		return
 	}
 
-	wrong := func(m quotaModel) (n, accepted int) {
-		for _, s := range out {
-			ok, _ := m.Take(epoch.Add(s.at), 1)
-			if ok != s.ok {
-				n++
-			}
-			if ok {
-				accepted++
-			}
-		}
-		return n, accepted
-	}
 	var took int
 	for _, s := range out {
 		if s.ok {
 			took++
 		}
 	}
-	weighted, wAcc := wrong(&Weighted{Span: span, Quota: quota, CountRefused: true})
-	window, sAcc := wrong(&Window{Span: span, Quota: quota, CountRefused: true})
+	weighted, wAcc := countOtherwise(&Weighted{Span: span, Quota: quota, CountRefused: true}, out)
+	window, sAcc := countOtherwise(&Window{Span: span, Quota: quota, CountRefused: true}, out)
 	t.Logf("%d requests, haproxy accepted %d; Weighted accepts %d and decides %d otherwise; Window accepts %d and decides %d otherwise",
 		len(out), took, wAcc, weighted, sAcc, window)
 	if weighted*50 > len(out) {
@@ -96,11 +84,27 @@ backend upstream
 	}
 }
 
-// answered is a request sent at an offset from the start, and whether it
-// was accepted.
+// countOtherwise replays the requests of out through m, one unit each at
+// the instant it was sent, and returns how many m decided otherwise than
+// the gateway did and how many it accepted.
+func countOtherwise(m quotaModel, out []answered) (n, accepted int) {
+	for _, s := range out {
+		ok, _ := m.Take(epoch.Add(s.at), 1)
+		if ok != s.ok {
+			n++
+		}
+		if ok {
+			accepted++
+		}
+	}
+	return n, accepted
+}
+
+// answered is a request sent at an offset from the start, whether it was
+// accepted, and how long its answer took.
 type answered struct {
-	at time.Duration
-	ok bool
+	at, took time.Duration
+	ok       bool
 }
 
 // sendPhases sends GET url at each phase's rate, per second, for each
@@ -129,8 +133,9 @@ func sendPhases(t *testing.T, url string, phases []float64, phase time.Duration)
 				if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusTooManyRequests {
 					t.Errorf("%s answered %s", url, resp.Status)
 				}
+				took := time.Since(start) - at
 				mu.Lock()
-				out = append(out, answered{at, resp.StatusCode == http.StatusOK})
+				out = append(out, answered{at, took, resp.StatusCode == http.StatusOK})
 				mu.Unlock()
 			})
 		}

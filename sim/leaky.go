@@ -23,6 +23,11 @@ type Leaky struct {
 	Span  time.Duration // default 60s when zero
 	Quota float64       // units leaking out per Span; may change between calls
 	Burst float64       // units a call may go ahead of the steady rate, >= 0
+	// Delay holds an accepted call that went ahead of the steady schedule
+	// until its turn, as nginx limit_req does without nodelay: it is
+	// answered after its excess over the rate (Held). Without Delay it is
+	// answered at once, as with nodelay.
+	Delay bool
 
 	excess float64
 	last   time.Time
@@ -64,6 +69,17 @@ func (l *Leaky) Take(now time.Time, units float64) (ok bool, wait time.Duration)
 		return false, -1
 	}
 	return false, time.Duration(math.Ceil((next - l.Burst) / rate * 1e9))
+}
+
+// Held returns how long the last accepted call waits for its turn before
+// it is answered: with Delay, the excess after it divided by the rate (as
+// nginx delays a request by its excess); otherwise 0.
+func (l *Leaky) Held() time.Duration {
+	rate := l.perSecond()
+	if !l.Delay || !(rate > 0) {
+		return 0
+	}
+	return time.Duration(l.excess / rate * float64(time.Second))
 }
 
 // Excess returns the units ahead of the steady rate at now.

@@ -202,3 +202,31 @@ func TestNoRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// With Delay the leaky bucket answers a call that went ahead of the rate
+// at its turn: some successes take longer than the longest round trip, by
+// at most the burst's time at the rate; without it none does.
+func TestLeakyDelayRoundTrip(t *testing.T) {
+	for _, delay := range []bool{false, true} {
+		c := DefaultConfig()
+		c.API, c.Quota, c.BurstUnits, c.Costs, c.Instances = APILeaky, 1200, 5, []float64{1}, 1
+		c.Duration = 2 * time.Minute
+		c.Delay = delay
+		var slow int
+		var longest time.Duration
+		if _, err := run(c, func(op coreOp) {
+			if op.Op == "observe" && op.Outcome.Kind == call.Success {
+				rt := op.At - op.SentAt
+				longest = max(longest, rt)
+				if rt > c.Latency+c.Jitter {
+					slow++
+				}
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if most := c.Latency + c.Jitter + 250*time.Millisecond; delay && (slow == 0 || longest > most) || !delay && slow != 0 {
+			t.Errorf("delay %v: %d successes slower than the round trip, the longest %v", delay, slow, longest)
+		}
+	}
+}

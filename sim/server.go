@@ -45,6 +45,7 @@ type ServerConfig struct {
 	BurstUnits   float64
 	FillInterval time.Duration      // APIBucket: how often tokens are added; default 1s
 	CountRefused bool               // APIWindow, APIFixed, APIWeighted: a refused call counts against the quota too
+	Delay        bool               // APILeaky: an accepted call ahead of the steady rate is answered at its turn (nginx without nodelay)
 	NoRetryAfter bool               // a 429 names no Retry-After, in its header or its body
 	Quota        float64            // units per Window; default 3000
 	Window       time.Duration      // default 60s
@@ -81,7 +82,7 @@ func (c ServerConfig) Validate() error {
 	if err := c.Headers.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sim: headers: %w", err))
 	}
-	errs = append(errs, apiSpec{api: c.API, quota: c.Quota, span: c.Window, burst: c.BurstUnits, fill: c.FillInterval, countRefused: c.CountRefused, headers: c.Headers}.validate()...)
+	errs = append(errs, apiSpec{api: c.API, quota: c.Quota, span: c.Window, burst: c.BurstUnits, fill: c.FillInterval, countRefused: c.CountRefused, delay: c.Delay, headers: c.Headers}.validate()...)
 	if !(c.DefaultCost >= 0) || math.IsInf(c.DefaultCost, 0) {
 		errs = append(errs, fmt.Errorf("sim: default_cost: must be >= 0, got %v", c.DefaultCost))
 	}
@@ -150,7 +151,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	spec := apiSpec{api: cfg.API, quota: cfg.Quota, span: cfg.Window, burst: cfg.BurstUnits, fill: cfg.FillInterval, countRefused: cfg.CountRefused}
+	spec := apiSpec{api: cfg.API, quota: cfg.Quota, span: cfg.Window, burst: cfg.BurstUnits, fill: cfg.FillInterval, countRefused: cfg.CountRefused, delay: cfg.Delay}
 	s.quota = spec.model(s.now())
 	s.acc = Window{Span: cfg.Window, Quota: math.Inf(1)}
 	s.stats.Quota = cfg.Quota
@@ -193,6 +194,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	now := s.now()
 	ok, wait := s.take(now, cost)
+	var held time.Duration
+	if h, holds := s.quota.(holder); ok && holds {
+		held = h.Held()
+	}
 	if st, has := s.quota.(stater); has {
 		SetQuotaHeaders(w.Header(), s.cfg.Headers, st.State(now), now)
 	}
@@ -222,6 +227,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.stats.Throttled++
 	}
 	s.mu.Unlock()
+	if held > 0 { // its turn, as a gateway that delays calls answers
+		t := time.NewTimer(held)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
 	switch {
 	case ok:
 		writeJSON(w, http.StatusOK, callReply{Accepted: true, Units: cost})

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluicehq/sluice/call"
@@ -304,5 +305,28 @@ func TestServerConfigValidate(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
+	}
+}
+
+// With Delay the server answers an accepted call that went ahead of the
+// rate at its turn, and a refused one at once.
+func TestServerLeakyDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := newTestServer(t, func(c *ServerConfig) {
+			c.API, c.Quota, c.BurstUnits, c.Delay = APILeaky, 60, 2, true // 1 unit/s
+		})
+		for i, want := range []struct {
+			code int
+			held time.Duration
+		}{{200, time.Second}, {200, 2 * time.Second}, {429, 0}} {
+			start := time.Now()
+			rec := serve(t, s, map[string]string{"X-Cost": "1"})
+			if rec.Code != want.code || time.Since(start) != want.held {
+				t.Fatalf("call %d: %d after %v, want %d after %v", i, rec.Code, time.Since(start), want.code, want.held)
+			}
+		}
+	})
+	if _, err := NewServer(ServerConfig{API: APIWindow, Quota: 1, Window: time.Minute, Delay: true}); err == nil || !strings.Contains(err.Error(), "delay") {
+		t.Fatalf("delay with the window api: %v", err)
 	}
 }

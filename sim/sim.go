@@ -417,6 +417,9 @@ func (r *runner) reach(e *event) {
 	}
 	ok, wait := r.take(e.job.cost)
 	resp.ok = ok
+	if h, holds := r.api.(holder); ok && holds {
+		resp.at += h.Held() // its turn comes, then the rest of the round trip
+	}
 	resp.quota = r.quotaHint(resp.at)
 	if ok {
 		r.unitsAccepted += e.job.cost

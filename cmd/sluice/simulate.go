@@ -35,6 +35,8 @@ Retry-After to the fill that makes room; weighted, a sliding window estimated
 from two fixed periods of --window (HAProxy's stick-table rates, Kong's and
 Cloudflare's sliding windows). --count-refused (window, fixed, weighted): a
 refused call counts against the quota too (HAProxy's stick-table counters).
+--delay (leaky): an accepted call ahead of the steady rate is answered at its
+turn, as nginx limit_req without nodelay answers.
 --no-retry-after: a refusal names no Retry-After, as gateways answer.
 --concurrency N: the API also refuses a call, with a 429 and no Retry-After,
 when N calls are in flight; a call is in flight for its whole round trip
@@ -91,6 +93,7 @@ time. See docs/simulator.md.`,
 	fl.Float64Var(&f.Burst, "burst-units", 5, "with --api leaky: units a call may go ahead of the steady rate; with --api bucket: the bucket's size (default one fill)")
 	fl.DurationVar(&f.FillInterval, "fill-interval", sim.DefaultFillInterval, "with --api bucket: how often quota × interval / window tokens are added")
 	fl.BoolVar(&f.CountRefused, "count-refused", false, "with --api window, fixed or weighted: a refused call counts against the quota too")
+	fl.BoolVar(&f.Delay, "delay", false, "with --api leaky: answer a call that went ahead of the steady rate at its turn (its excess ÷ the rate), as nginx limit_req does without nodelay")
 	fl.BoolVar(&f.NoRetryAfter, "no-retry-after", false, "answer a refusal with a 429 and no Retry-After, as nginx limit_req, Envoy and HAProxy do by default")
 	fl.IntVar(&f.Concurrency, "concurrency", 0, "the API refuses a call (429, no Retry-After) when this many are in flight; 0: no limit")
 	fl.DurationVar(&f.Latency, "latency", 100*time.Millisecond, "mean round trip of a call (jitter ±20 ms, at most a fifth of it)")

@@ -36,6 +36,8 @@ weigh by the share of the current one still to come; a refused call's
 Retry-After is the seconds until that weight has run down enough.
 --count-refused (window, fixed, weighted): a refused call counts against
 the quota too, as HAProxy's stick-table counters do.
+--delay (leaky): an accepted call ahead of the steady rate is answered at
+its turn, as nginx limit_req without nodelay answers.
 --no-retry-after: a refusal names no Retry-After, as nginx limit_req, Envoy
 and HAProxy answer by default.
 
@@ -76,6 +78,7 @@ stats as JSON. See docs/simulator.md.`,
 	fl.Float64Var(&f.Burst, "burst-units", 5, "with --api leaky: units a call may go ahead of the steady rate; with --api bucket: the bucket's size (default one fill)")
 	fl.DurationVar(&f.FillInterval, "fill-interval", sim.DefaultFillInterval, "with --api bucket: how often quota × interval / window tokens are added")
 	fl.BoolVar(&f.CountRefused, "count-refused", false, "with --api window, fixed or weighted: a refused call counts against the quota too")
+	fl.BoolVar(&f.Delay, "delay", false, "with --api leaky: answer a call that went ahead of the steady rate at its turn (its excess ÷ the rate), as nginx limit_req does without nodelay")
 	fl.BoolVar(&f.NoRetryAfter, "no-retry-after", false, "answer a refusal with a 429 and no Retry-After, as nginx limit_req, Envoy and HAProxy do by default")
 	fl.Float64Var(&f.Quota, "quota", 3000, "hidden quota, units per window")
 	fl.DurationVar(&f.Window, "window", sim.DefaultWindowSpan, "length of the sliding or fixed window, and the span of --quota")

@@ -86,6 +86,7 @@ func (o Options) adjust() (func(*sim.Config), error) {
 			c.BurstUnits = c.Quota * o.FillInterval.Seconds() / c.Window.Seconds()
 		}
 		c.CountRefused = o.CountRefused
+		c.Delay = o.Delay
 		c.NoRetryAfter = o.NoRetryAfter
 		c.Concurrency = o.Concurrency
 		if o.changed("latency") {

@@ -28,6 +28,7 @@ type ServerOptions struct {
 	BurstSet     bool // --burst-units was given
 	FillInterval time.Duration
 	CountRefused bool
+	Delay        bool
 	NoRetryAfter bool
 	Quota        float64
 	Window       time.Duration
@@ -115,7 +116,10 @@ func (o ServerOptions) Config() (sim.ServerConfig, error) {
 	if o.CountRefused && !api.CountsRefused() {
 		return cfg, fmt.Errorf("--count-refused: applies to --api window, fixed or weighted, got --api %s", api)
 	}
-	cfg.API, cfg.BurstUnits, cfg.CountRefused, cfg.NoRetryAfter = api, o.Burst, o.CountRefused, o.NoRetryAfter
+	if o.Delay && api != sim.APILeaky {
+		return cfg, fmt.Errorf("--delay: applies to --api leaky, got --api %s", api)
+	}
+	cfg.API, cfg.BurstUnits, cfg.CountRefused, cfg.Delay, cfg.NoRetryAfter = api, o.Burst, o.CountRefused, o.Delay, o.NoRetryAfter
 	if api == sim.APIBucket {
 		if o.FillInterval <= 0 {
 			return cfg, fmt.Errorf("--fill-interval: must be > 0, got %v", o.FillInterval)

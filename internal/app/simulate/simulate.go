@@ -37,6 +37,7 @@ type Options struct {
 	Burst              float64
 	FillInterval       time.Duration
 	CountRefused       bool
+	Delay              bool
 	NoRetryAfter       bool
 	Concurrency        int
 	Latency            time.Duration
