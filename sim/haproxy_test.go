@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,16 +157,27 @@ func haproxy(t *testing.T, bin, cfg string) string {
 	}
 	cmd := exec.Command(bin, "-db", "-f", path)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	startGateway(t, cmd, addr)
+	return addr
+}
+
+// startGateway starts cmd, a gateway that listens on addr, stops it with
+// SIGTERM (an nginx master stops its worker too) when the test ends, and
+// waits until addr accepts connections.
+func startGateway(t *testing.T, cmd *exec.Cmd, addr string) {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	testkit.Eventually(t, "haproxy listening on "+addr, func() bool {
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	testkit.Eventually(t, filepath.Base(cmd.Path)+" listening on "+addr, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
 		}
 		return err == nil
 	})
-	return addr
 }

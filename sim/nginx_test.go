@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -110,7 +109,7 @@ func TestLeakyMatchesNginx(t *testing.T) {
 
 // nginx starts bin with an http block of directives whose one %s is the
 // address to listen on, its files in a temporary prefix, and returns that
-// address once it answers.
+// address once it accepts connections.
 func nginx(t *testing.T, bin, directives string) string {
 	t.Helper()
 	addr := testkit.FreeAddr(t)
@@ -141,22 +140,11 @@ http {
 	cmd := exec.Command(bin, "-p", dir, "-c", path, "-g", "daemon off;")
 	// nginx reads NGINX as sockets inherited from a parent nginx.
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "NGINX=") })
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM) // the master stops its worker too
-		cmd.Wait()
 		if b, _ := os.ReadFile(filepath.Join(dir, "error.log")); len(b) > 0 {
 			t.Logf("nginx error log:\n%s", b)
 		}
 	})
-	testkit.Eventually(t, "nginx answering on "+addr, func() bool {
-		resp, err := http.Get("http://" + addr + "/")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	})
+	startGateway(t, cmd, addr)
 	return addr
 }
