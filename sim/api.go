@@ -59,6 +59,21 @@ func (a API) CountsRefused() bool {
 	return a == APIWindow || a == APIFixed || a == APIWeighted
 }
 
+// SendsHeaders reports whether the API can send quota headers
+// (Config.Headers): its model announces its state (the window and fixed
+// APIs).
+func (a API) SendsHeaders() bool {
+	_, ok := apiSpec{api: a}.model(time.Time{}).(stater)
+	return ok
+}
+
+// HoldsCalls reports whether the API can hold an accepted call before
+// answering it (Config.Delay): its model holds calls (the leaky bucket).
+func (a API) HoldsCalls() bool {
+	_, ok := apiSpec{api: a}.model(time.Time{}).(holder)
+	return ok
+}
+
 // DefaultFillInterval is the bucket API's fill interval.
 const DefaultFillInterval = time.Second
 
@@ -123,10 +138,10 @@ func (s apiSpec) validate() []error {
 	if !(s.burst >= 0) || math.IsInf(s.burst, 0) {
 		errs = append(errs, fmt.Errorf("sim: burst_units: must be >= 0, got %v", s.burst))
 	}
-	if (api == APILeaky || api == APIBucket || api == APIWeighted) && s.headers.Format != call.RateLimitNone {
+	if !api.SendsHeaders() && s.headers.Format != call.RateLimitNone {
 		errs = append(errs, fmt.Errorf("sim: headers: the %s api sends no quota headers, got %v", api, s.headers.Format))
 	}
-	if s.delay && api != APILeaky {
+	if s.delay && !api.HoldsCalls() {
 		errs = append(errs, fmt.Errorf("sim: delay: only the leaky api holds calls, got api %s", api))
 	}
 	if s.countRefused && !api.CountsRefused() {

@@ -45,7 +45,7 @@ type ServerConfig struct {
 	BurstUnits   float64
 	FillInterval time.Duration      // APIBucket: how often tokens are added; default 1s
 	CountRefused bool               // APIWindow, APIFixed, APIWeighted: a refused call counts against the quota too
-	Delay        bool               // APILeaky: an accepted call ahead of the steady rate is answered at its turn (nginx without nodelay)
+	Delay        bool               // APILeaky: an accepted call ahead of the steady rate reaches the API and is answered at its turn (nginx without nodelay)
 	NoRetryAfter bool               // a 429 names no Retry-After, in its header or its body
 	Quota        float64            // units per Window; default 3000
 	Window       time.Duration      // default 60s
@@ -82,7 +82,7 @@ func (c ServerConfig) Validate() error {
 	if err := c.Headers.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("sim: headers: %w", err))
 	}
-	errs = append(errs, apiSpec{api: c.API, quota: c.Quota, span: c.Window, burst: c.BurstUnits, fill: c.FillInterval, countRefused: c.CountRefused, delay: c.Delay, headers: c.Headers}.validate()...)
+	errs = append(errs, c.apiSpec().validate()...)
 	if !(c.DefaultCost >= 0) || math.IsInf(c.DefaultCost, 0) {
 		errs = append(errs, fmt.Errorf("sim: default_cost: must be >= 0, got %v", c.DefaultCost))
 	}
@@ -151,7 +151,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	spec := apiSpec{api: cfg.API, quota: cfg.Quota, span: cfg.Window, burst: cfg.BurstUnits, fill: cfg.FillInterval, countRefused: cfg.CountRefused, delay: cfg.Delay}
+	spec := cfg.apiSpec()
 	s.quota = spec.model(s.now())
 	s.acc = Window{Span: cfg.Window, Quota: math.Inf(1)}
 	s.stats.Quota = cfg.Quota
@@ -164,6 +164,33 @@ type callReply struct {
 	Units      float64 `json:"units"`
 	RetryAfter int     `json:"retry_after,omitempty"`
 	Error      string  `json:"error,omitempty"`
+}
+
+// accept counts a call of cost units with the job id id (none when empty)
+// that the API accepted at now, and logs the id. s.mu is held.
+func (s *Server) accept(now time.Time, id string, cost float64) {
+	s.acc.Take(now, cost)
+	s.stats.AcceptedUnits += cost
+	s.stats.AcceptedRequests++
+	if id == "" {
+		s.stats.Jobs.WithoutID++
+		return
+	}
+	s.jobs[id]++
+	if s.jobs[id] == 1 {
+		s.stats.Jobs.Distinct++
+	} else {
+		s.stats.Jobs.Duplicates++
+	}
+	if s.cfg.Log != nil {
+		if _, err := io.WriteString(s.cfg.Log, id+"\n"); err != nil {
+			s.log.Error("sim: writing the job log", "err", err)
+		}
+	}
+}
+
+func (c ServerConfig) apiSpec() apiSpec {
+	return apiSpec{api: c.API, quota: c.Quota, span: c.Window, burst: c.BurstUnits, fill: c.FillInterval, countRefused: c.CountRefused, delay: c.Delay, headers: c.Headers}
 }
 
 // ServeHTTP implements http.Handler.
@@ -202,32 +229,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		SetQuotaHeaders(w.Header(), s.cfg.Headers, st.State(now), now)
 	}
 	switch {
+	case ok && held == 0:
+		s.accept(now, id, cost)
 	case ok:
-		s.acc.Take(now, cost)
-		s.stats.AcceptedUnits += cost
-		s.stats.AcceptedRequests++
-		if id == "" {
-			s.stats.Jobs.WithoutID++
-		} else {
-			s.jobs[id]++
-			if s.jobs[id] == 1 {
-				s.stats.Jobs.Distinct++
-			} else {
-				s.stats.Jobs.Duplicates++
-			}
-			if s.cfg.Log != nil {
-				if _, err := io.WriteString(s.cfg.Log, id+"\n"); err != nil {
-					s.log.Error("sim: writing the job log", "err", err)
-				}
-			}
-		}
 	case wait < 0:
 		s.stats.TooLarge++
 	default:
 		s.stats.Throttled++
 	}
 	s.mu.Unlock()
-	if held > 0 { // its turn, as a gateway that delays calls answers
+	if held > 0 {
+		// Its turn, as a gateway that delays calls answers: the call
+		// reaches the API then, or never if its client gives up first.
 		t := time.NewTimer(held)
 		select {
 		case <-t.C:
@@ -235,6 +248,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			t.Stop()
 			return
 		}
+		s.mu.Lock()
+		s.accept(s.now(), id, cost)
+		s.mu.Unlock()
 	}
 	switch {
 	case ok:

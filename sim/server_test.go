@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -309,21 +310,35 @@ func TestServerConfigValidate(t *testing.T) {
 }
 
 // With Delay the server answers an accepted call that went ahead of the
-// rate at its turn, and a refused one at once.
+// rate at its turn, and a refused one at once. A held call reaches the API
+// at its turn: one whose client gives up before is never counted.
 func TestServerLeakyDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		var log bytes.Buffer
 		s, _ := newTestServer(t, func(c *ServerConfig) {
-			c.API, c.Quota, c.BurstUnits, c.Delay = APILeaky, 60, 2, true // 1 unit/s
+			c.API, c.Quota, c.BurstUnits, c.Delay, c.Log = APILeaky, 60, 2, true, &log // 1 unit/s
 		})
 		for i, want := range []struct {
 			code int
 			held time.Duration
 		}{{200, time.Second}, {200, 2 * time.Second}, {429, 0}} {
 			start := time.Now()
-			rec := serve(t, s, map[string]string{"X-Cost": "1"})
+			rec := serve(t, s, map[string]string{"X-Cost": "1", JobIDHeader: fmt.Sprint("j", i)})
 			if rec.Code != want.code || time.Since(start) != want.held {
 				t.Fatalf("call %d: %d after %v, want %d after %v", i, rec.Code, time.Since(start), want.code, want.held)
 			}
+		}
+
+		s, _ = newTestServer(t, func(c *ServerConfig) {
+			c.API, c.Quota, c.BurstUnits, c.Delay, c.Log = APILeaky, 60, 2, true, &log
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/", nil)
+		req.Header.Set(JobIDHeader, "gave-up")
+		s.ServeHTTP(httptest.NewRecorder(), req) // held 1 s
+		if st := s.Stats(); st.AcceptedRequests != 0 || log.String() != "j0\nj1\n" {
+			t.Fatalf("a call given up while held: stats %+v, log %q", st, log.String())
 		}
 	})
 	if _, err := NewServer(ServerConfig{API: APIWindow, Quota: 1, Window: time.Minute, Delay: true}); err == nil || !strings.Contains(err.Error(), "delay") {

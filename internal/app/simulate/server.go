@@ -116,7 +116,7 @@ func (o ServerOptions) Config() (sim.ServerConfig, error) {
 	if o.CountRefused && !api.CountsRefused() {
 		return cfg, fmt.Errorf("--count-refused: applies to --api window, fixed or weighted, got --api %s", api)
 	}
-	if o.Delay && api != sim.APILeaky {
+	if o.Delay && !api.HoldsCalls() {
 		return cfg, fmt.Errorf("--delay: applies to --api leaky, got --api %s", api)
 	}
 	cfg.API, cfg.BurstUnits, cfg.CountRefused, cfg.Delay, cfg.NoRetryAfter = api, o.Burst, o.CountRefused, o.Delay, o.NoRetryAfter
@@ -137,7 +137,7 @@ func (o ServerOptions) Config() (sim.ServerConfig, error) {
 	if err != nil {
 		return cfg, err
 	}
-	if (api == sim.APILeaky || api == sim.APIBucket) && headers.Format != call.RateLimitNone {
+	if !api.SendsHeaders() && headers.Format != call.RateLimitNone {
 		return cfg, fmt.Errorf("--headers: --api %s sends no quota headers, got %v", api, headers.Format)
 	}
 	cfg.Headers = headers

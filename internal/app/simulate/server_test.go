@@ -62,6 +62,8 @@ func TestServerOptionsConfig(t *testing.T) {
 		{ServerOptions{API: "bucket", Quota: 600, Window: 60e9}, "--fill-interval"},
 		{ServerOptions{API: "bucket", Quota: 600, Window: 60e9, FillInterval: 1e9, Headers: Headers{Format: "ietf"}}, "--headers: --api bucket"},
 		{ServerOptions{API: "leaky", Quota: 600, Window: 60e9, CountRefused: true}, "--count-refused"},
+		{ServerOptions{API: "weighted", Quota: 600, Window: 60e9, Headers: Headers{Format: "ietf"}}, "--headers: --api weighted"},
+		{ServerOptions{API: "fixed", Quota: 600, Window: 60e9, Delay: true}, "--delay"},
 		{ServerOptions{API: "leaky", Burst: -1, Quota: 1, Window: 1}, "--burst-units"},
 		{ServerOptions{API: "leaky", Quota: 1, Window: 1, Headers: Headers{Format: "ietf"}}, "--headers"},
 		{ServerOptions{Quota: 0, Window: 1}, "--quota"},
