@@ -17,7 +17,7 @@ const (
 	startupInterval = 2 * time.Second        // startup doubles the rate this often
 	probeMaxFactor  = 16                     // the probe interval grows to this many times its base
 	probeStep       = 0.02                   // a probe's step, a fraction of the ceil
-	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure),
+	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure; a refusal above the pace this close to the measure halves the bracket),
 	sameDrop        = 0.25                   // nor one at most this fraction below it: noise, not a new capacity
 	wideBracket     = 1.5                    // a ceil above this many times the bound and the rate is climbed to every climbHold; a nearer one every max(climbHold, W)
 	jitterUnits     = 10000                  // a refusal at the bound this many units' time after the last cut or such refusal is one burst or jitter
@@ -347,7 +347,15 @@ func (l *Law) decide(t time.Duration, m refusal) bool {
 		c = math.Max(a, l.bound)
 		ceil = (c + prev) / 2
 	case a < 0.99*prev:
-		c = a // refused above what the API accepted
+		// Refused above what the API accepted. Above the pace (the
+		// climb's top, or a probe) and within sameBound of a, the
+		// capacity lies in that narrow bracket: the ceil comes down to
+		// its middle, as on the climb, or the climb back would end above
+		// the capacity again.
+		c = a
+		if prev > lawMargin*l.bound*1.001 && a >= (1-sameBound)*prev {
+			ceil = (a + prev) / 2
+		}
 	case prev > lawMargin*l.bound*1.001:
 		c = math.Min(l.bound, prev) // refused while probing: back below the bound
 	case t-l.cut < max(climbHold, l.window) && !m.paced || (t-l.noise).Seconds() >= jitterUnits/prev*60:

@@ -451,6 +451,38 @@ func TestLawClimbRefusalBisects(t *testing.T) {
 	}
 }
 
+// A refusal above the pace (the climb's top, or a probe) within sameBound
+// of what the API accepted puts the capacity in that narrow bracket: the
+// ceil comes down to its middle, so that the climb back ends below the
+// rate refused by more than the margin. A refusal far above what the API
+// accepted (the capacity fell), or one at the pace, keeps the rate
+// refused as the ceil: the climb back may find more than the span read.
+func TestLawTopRefusalBisects(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		rate, accept float64
+		want         func(a, rate float64) float64 // the ceil
+	}{
+		{"the climb's top, 4% above", 1040, 1000, func(a, r float64) float64 { return (a + r) / 2 }},
+		{"the climb's top, 50% above", 1040, 700, func(_, r float64) float64 { return r }},
+		{"at the pace, 4% above", lawMargin * 1000, 940, func(_, r float64) float64 { return r }},
+	} {
+		l := testLaw(t, ControllerAIMD, 1000)
+		// The ceil puts the rate at the climb's top (or above it, at the pace).
+		l.startup, l.bound, l.ceil, l.rate, l.from = false, 1000, 1040/lawMargin, tc.rate, 0
+		fill(l, 0, 10*time.Second, tc.accept)
+		if !refuse(l, 10*time.Second+50*time.Millisecond, 10*time.Second, 0) {
+			t.Fatalf("%s: the refusal did not cut", tc.name)
+		}
+		if math.Abs(l.bound-tc.accept) > 0.02*tc.accept {
+			t.Fatalf("%s: bound %.0f, want about %.0f", tc.name, l.bound, tc.accept)
+		}
+		if want := tc.want(l.bound, tc.rate); math.Abs(l.ceil-want) > 1e-9 {
+			t.Errorf("%s: ceiling %.1f after a refusal at %.0f with %.0f accepted, want %.1f", tc.name, l.ceil, tc.rate, l.bound, want)
+		}
+	}
+}
+
 // When the instance's part of the budget changes, the record is scaled
 // with it: a span across the change measures the new part, not what the
 // API accepted of the old one (which would read as capacity the new part
