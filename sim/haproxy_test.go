@@ -27,16 +27,11 @@ import (
 // no longer tells the two apart. Skipped when HAPROXY is not set
 // (make e2e-zoo installs haproxy).
 func TestWeightedMatchesHAProxy(t *testing.T) {
-	bin := os.Getenv("HAPROXY")
-	if bin == "" {
-		t.Skip("HAPROXY not set: the path of a haproxy binary")
-	}
+	bin, upstream := gatewayUnderTest(t, "HAPROXY", "a haproxy")
 	const (
 		span  = 4 * time.Second
 		quota = 200
 	)
-	upstream := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	defer upstream.Close()
 	addr := haproxy(t, bin, fmt.Sprintf(`global
     maxconn 1024
 defaults
@@ -144,6 +139,20 @@ func sendPhases(t *testing.T, url string, phases []float64, phase time.Duration)
 	wg.Wait()
 	slices.SortFunc(out, func(a, b answered) int { return int(a.at - b.at) })
 	return out
+}
+
+// gatewayUnderTest returns the gateway binary that the environment
+// variable env names (what: "a haproxy"), skipping the test when it is not
+// set, and an upstream for the gateway that answers every request 200.
+func gatewayUnderTest(t *testing.T, env, what string) (bin string, upstream *httptest.Server) {
+	t.Helper()
+	bin = os.Getenv(env)
+	if bin == "" {
+		t.Skipf("%s not set: the path of %s binary", env, what)
+	}
+	upstream = httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(upstream.Close)
+	return bin, upstream
 }
 
 // haproxy starts bin with the configuration cfg, whose one %s is the

@@ -3,8 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,17 +25,12 @@ import (
 // decide a tenth otherwise, or the schedule no longer tells them apart.
 // Skipped when NGINX is not set (make e2e-zoo installs nginx).
 func TestLeakyMatchesNginx(t *testing.T) {
-	bin := os.Getenv("NGINX")
-	if bin == "" {
-		t.Skip("NGINX not set: the path of an nginx binary")
-	}
+	bin, upstream := gatewayUnderTest(t, "NGINX", "an nginx")
 	const (
 		rate  = 20
 		burst = 5
 		near  = 40 * time.Millisecond
 	)
-	upstream := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	defer upstream.Close()
 	addr := nginx(t, bin, fmt.Sprintf(`limit_req_zone $binary_remote_addr zone=api:1m rate=%dr/s;
     server {
         listen %%s;
