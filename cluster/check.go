@@ -193,7 +193,7 @@ func checkLaw(l *control.LawState, r reading, bad func(field, format string, arg
 		l.Window = 0
 	}
 	if !control.ParseWindowSource(l.From) {
-		bad("law.window_from", "%q is none of refusal, headers, config", l.From)
+		bad("law.window_from", "%q is none of refusal, echo, headers, config", l.From)
 		l.From = "refusal"
 	}
 }

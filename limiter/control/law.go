@@ -68,7 +68,7 @@ type Law struct {
 	// and past.last: they come first, on the cache line of the first bins.
 	from     time.Duration // the start of the span the next refusal measures; -1: none
 	lastSent time.Duration
-	fresh    bool // no refusal since sending began after an idle time
+	learn    learning // what the next refusal learns of W
 	past     tally
 
 	min, max float64          // the rate's limits for this part of the budget
@@ -142,7 +142,7 @@ func (l *Law) clamp(r float64) float64 { return math.Min(l.max, math.Max(l.min, 
 func (l *Law) Sent(t time.Duration, u float64, idle bool) {
 	gap := (t - l.lastSent).Seconds() // in seconds: four units at a tiny rate overflow a Duration
 	if l.from < 0 || idle && gap > 1 && gap > 4/l.rate*60 {
-		l.from, l.fresh, l.refs = t, true, noRefs
+		l.from, l.learn, l.refs = t, learnFirst, noRefs
 	}
 	l.lastSent = t
 	l.past.addSent(t, u)
@@ -192,7 +192,7 @@ func (l *Law) estimate(sent, ra time.Duration) (a float64, ok bool) {
 		// Its sending time is W − the wait beyond a second; one under a
 		// second is not tried (nothing to read), nor, at an idle start's
 		// first refusal, one reaching back past that start.
-		if from := sent + extra - W; from >= 0 && sent-from >= time.Second && (!l.fresh || from >= l.from) {
+		if from := sent + extra - W; from >= 0 && sent-from >= time.Second && (l.learn != learnFirst || from >= l.from) {
 			a, ok = math.Max(a, perMin(l.past.sum(&l.past.acc, from, sent), W)), true
 		}
 	}
@@ -266,43 +266,25 @@ func (l *Law) FollowCut(base, full time.Time, resume time.Duration) {
 // measure reads the record for a refusal of a request sent at sent with
 // the Retry-After ra: what the API accepted (estimate) and, at the first
 // refusal after an idle start, the window: the time since sending began,
-// and the wait beyond a second.
+// and the wait beyond a second. The next refusal checks that W by its
+// echo.
 func (l *Law) measure(sent, ra time.Duration) refusal {
 	m := refusal{sent: sent, retryAfter: ra}
 	if span := max(climbHold, l.window); sent >= span {
 		m.paced = perMin(l.past.sum(&l.past.sent, sent-span, sent), span) <= lawMargin*l.bound
 	}
 	l.falsify(sent)
+	if l.learn == learnEcho {
+		l.echo(sent)
+	}
 	m.accepted, m.ok = l.estimate(sent, ra)
-	if m.ok && l.fresh {
+	next := learnNone
+	if m.ok && l.learn == learnFirst {
 		m.window = min(sent-l.from+l.beyond(ra), MaxWindow)
+		next = learnEcho
 	}
-	l.fresh = false
+	l.learn = next
 	return m
-}
-
-// falsify forgets a W that a refusal taught when the API has since taken
-// more than any window of W could, at a refusal of a request sent at
-// sent or at a raise at sent. At the last cutting refusal's send s the
-// API was full; over the span d = sent − s a sliding window of W frees no
-// more than it took in the windows before, and a fixed one refills at
-// most ceil(d/W) times: neither takes more than ceil(d/W) times the units
-// sent over the W before s. An API that did forgets faster (a leaky or
-// token bucket, which the time since sending began is no window of), and
-// W is unknown until the next idle start teaches it again. Once the
-// record no longer holds the W before s, nothing is known either way.
-func (l *Law) falsify(sent time.Duration) {
-	s, w := l.refs[0], l.window
-	if l.wfrom != fromRefusal || w <= 0 || s < w || sent <= s {
-		return
-	}
-	if sent-(s-w) > binCount*binWidth {
-		return
-	}
-	n := math.Ceil(float64(sent-s) / float64(w))
-	if l.past.sum(&l.past.acc, s, sent) > (1+sameBound)*n*l.past.sum(&l.past.sent, s-w, s) {
-		l.window = 0
-	}
 }
 
 // afterCut starts the next span at resume, after a cut by a refusal of a
@@ -319,8 +301,8 @@ func (l *Law) decide(t time.Duration, m refusal) bool {
 	if m.sent < l.open {
 		return false // see Refused
 	}
-	if m.window > 0 && l.wfrom == fromRefusal {
-		l.window = m.window
+	if m.window > 0 && l.wfrom.learned() {
+		l.window, l.wfrom = m.window, fromRefusal
 	}
 	prev, a := l.rate, m.accepted
 	switch {
@@ -447,11 +429,11 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 	hold := l.hold
 	if climbing {
 		// A wide bracket (startup's halving) is crossed fast; in a narrow
-		// one, or once the rate is near the ceil, each step waits a window,
-		// so that the API has seen it before the next: a window refuses
-		// late.
+		// one, once the rate is near the ceil, or when the echo showed a
+		// window, each step waits a window, so that the API has seen it
+		// before the next: a window refuses late.
 		hold = climbHold
-		if l.ceil < wideBracket*math.Max(l.bound, l.rate) {
+		if l.wfrom == fromEcho || l.ceil < wideBracket*math.Max(l.bound, l.rate) {
 			hold = max(climbHold, l.window)
 		}
 	}
@@ -554,22 +536,3 @@ func (l *Law) Quota(t time.Duration, q float64) {
 	l.rate = l.clamp(q)
 	l.moved, l.probes = t, 0
 }
-
-// Announce sets W to a window the API announced (a quota header's window
-// or reset), unless the config set one.
-func (l *Law) Announce(w time.Duration) {
-	if w > 0 && l.wfrom != fromConfig {
-		l.window, l.wfrom = min(w, MaxWindow), fromHeaders
-	}
-}
-
-// windowSource says where the law's W came from: the first refusal after
-// an idle start (learned again at the next), the quota headers, or the
-// config (never changed).
-type windowSource uint8
-
-const (
-	fromRefusal windowSource = iota
-	fromHeaders
-	fromConfig
-)

@@ -40,13 +40,13 @@ type LawState struct {
 	Open    time.Time     `json:"open"`           // when the API said, at the last cut, it would take more
 	Noise   time.Time     `json:"noise,omitzero"` // the last cut, or refusal at the bound forgiven (echo or jitter)
 	Window  time.Duration `json:"window"`         // W; 0: not known
-	From    string        `json:"window_from"`    // where W came from: refusal, headers or config
+	From    string        `json:"window_from"`    // where W came from: refusal, echo, headers or config
 	// Full is when the request of the last cutting refusal was sent: the
 	// API was full then, and each worker measures spans from it.
 	Full time.Time `json:"full,omitzero"`
 }
 
-var windowSources = [...]string{fromRefusal: "refusal", fromHeaders: "headers", fromConfig: "config"}
+var windowSources = [...]string{fromRefusal: "refusal", fromHeaders: "headers", fromConfig: "config", fromEcho: "echo"}
 
 // LawStateAt returns the shared state of a law known only by its rate (a
 // rate one instance on its own remembered): out of startup at rate, which

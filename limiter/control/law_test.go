@@ -401,21 +401,25 @@ func TestLawPauseIsNoSpan(t *testing.T) {
 
 // The climb back toward the ceil steps every climbHold across a wide
 // bracket (startup's halving), and every max(climbHold, W) across a narrow
-// one: a window API refuses a step only once its window has filled, so a
-// faster climb runs several steps past the capacity before it hears.
+// one, or across any once the echo showed a window of W: a window API
+// refuses a step only once its window has filled, so a faster climb runs
+// several steps past the capacity before it hears.
 func TestLawClimbStep(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		bound, ceil float64
 		window      time.Duration
+		from        windowSource
 		step        time.Duration
 	}{
-		{"wide bracket", 1000, 2000, 10 * time.Second, climbHold},
-		{"narrow bracket, W 10 s", 1000, 1200, 10 * time.Second, 10 * time.Second},
-		{"narrow bracket, W 1 s", 1000, 1200, time.Second, climbHold},
+		{"wide bracket", 1000, 2000, 10 * time.Second, fromRefusal, climbHold},
+		{"wide bracket, a window shown", 1000, 2000, 10 * time.Second, fromEcho, 10 * time.Second},
+		{"narrow bracket, W 10 s", 1000, 1200, 10 * time.Second, fromRefusal, 10 * time.Second},
+		{"narrow bracket, W 1 s", 1000, 1200, time.Second, fromRefusal, climbHold},
 	} {
 		l := testLaw(t, ControllerAIMD, 1000)
 		l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, tc.bound, tc.ceil, lawMargin*tc.bound, tc.window, -1
+		l.wfrom = tc.from
 		before := l.rate
 		busy(l, tc.step)
 		if l.raise(tc.step-time.Millisecond, l) || l.rate != before {

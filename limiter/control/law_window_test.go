@@ -76,6 +76,7 @@ func TestLawForgetsFalsifiedWindow(t *testing.T) {
 		want  time.Duration
 	}{
 		{"a leaky bucket: three times the window's take", 1800, fromRefusal, 0},
+		{"the same, W shown by an echo", 1800, fromEcho, 0},
 		{"a window: what it held", 600, fromRefusal, 10 * time.Second},
 		{"the config's W", 1800, fromConfig, 10 * time.Second},
 	} {
@@ -122,5 +123,59 @@ func TestLawRaiseFalsifiesWindow(t *testing.T) {
 		if l.window != c.want {
 			t.Errorf("%s: W %v after a raise %v after the cut, want %v", c.name, l.window, c.at, c.want)
 		}
+	}
+}
+
+// The refusal after the first one since an idle start checks the W it
+// taught by the API's echo. A startup that sent 80 units over 8 s and
+// 920 over the next 2 s fills a sliding window of 10 s holding 1,000
+// units: the first refusal, at 10 s, teaches W = 10 s. Between it and the
+// next, at 12 s, the window frees what it took 10 s before (20 units): the
+// API shows a window of W. A leaky bucket takes its rate (100 units) and a
+// fixed window before its reset nothing: neither shows one, and a W from
+// the config stays the config's.
+func TestLawEchoShowsWindow(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		between float64 // per minute, accepted from 11 s to 12 s
+		config  time.Duration
+		want    windowSource
+	}{
+		{"a sliding window", 1200, 0, fromEcho},
+		{"a leaky bucket", 6000, 0, fromRefusal},
+		{"a fixed window before its reset", 0, 0, fromRefusal},
+		{"the config's W", 1200, 10 * time.Second, fromConfig},
+	} {
+		cfg := DefaultConfig()
+		cfg.Window = c.config
+		l := NewLaw(cfg, 55200, cfg.MinUnitsPerMinute, cfg.MaxUnitsPerMinute)
+		fill(l, 0, 8*time.Second, 600)
+		fill(l, 8*time.Second, 10*time.Second, 27600)
+		refuse(l, 10*time.Second+50*time.Millisecond, 10*time.Second, time.Second)
+		if l.window != 10*time.Second {
+			t.Fatalf("%s: W %v after the first refusal, want 10s", c.name, l.window)
+		}
+		if c.between > 0 {
+			fill(l, 11*time.Second, 12*time.Second, c.between)
+		}
+		l.Sent(12*time.Second, 1, false)
+		refuse(l, 12*time.Second+50*time.Millisecond, 12*time.Second, time.Second)
+		if l.wfrom != c.want || l.window != 10*time.Second {
+			t.Errorf("%s: W %v from %s after the second refusal, want 10s from %s", c.name, l.window, windowSources[l.wfrom], windowSources[c.want])
+		}
+	}
+}
+
+// A W that the echo showed is learned again at the next idle start's
+// first refusal, as one the first refusal taught.
+func TestLawEchoWindowLearnedAgain(t *testing.T) {
+	l := testLaw(t, ControllerAIMD, 1200)
+	l.startup, l.bound, l.ceil, l.rate = false, 1200, 1200, 1176
+	l.window, l.wfrom = 10*time.Second, fromEcho
+	l.Sent(100*time.Second, 1, true) // after an idle time: a new span
+	fill(l, 100*time.Second, 112*time.Second, 1200)
+	refuse(l, 112*time.Second+50*time.Millisecond, 112*time.Second, time.Second)
+	if l.wfrom != fromRefusal || l.window != 12*time.Second {
+		t.Fatalf("W %v from %s after an idle start's first refusal 12 s in, want 12s from refusal", l.window, windowSources[l.wfrom])
 	}
 }
