@@ -17,7 +17,7 @@ const (
 	startupInterval = 2 * time.Second        // startup doubles the rate this often
 	probeMaxFactor  = 16                     // the probe interval grows to this many times its base
 	probeStep       = 0.02                   // a probe's step, a fraction of the ceil
-	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure; a refusal above the pace this close to the measure halves the bracket),
+	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure; a refusal above the pace this close to the measure halves the bracket; a climb across a wide bracket of a window shown steps by this much),
 	sameDrop        = 0.25                   // nor one at most this fraction below it: noise, not a new capacity
 	wideBracket     = 1.5                    // a ceil above this many times the bound and the rate is climbed to every climbHold; a nearer one every max(climbHold, W)
 	jitterUnits     = 10000                  // a refusal at the bound this many units' time after the last cut or such refusal is one burst or jitter
@@ -468,6 +468,13 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 	var next float64
 	if climbing {
 		next = math.Min(lawMargin*l.ceil, math.Min(1.25*l.rate, (l.rate+l.ceil)/2))
+		if l.wfrom == fromEcho && l.ceil >= wideBracket*math.Max(l.bound, l.rate) {
+			// A window refuses late, far above what it counts: once one
+			// was shown, a ceil this far above is an overshoot it let
+			// through, and the bound its count over W, good to sameBound.
+			// Each step tests that much more.
+			next = math.Min(next, (1+sameBound)*l.rate)
+		}
 	} else {
 		l.probes++
 		x := float64(l.probes)

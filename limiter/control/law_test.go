@@ -403,7 +403,10 @@ func TestLawPauseIsNoSpan(t *testing.T) {
 // bracket (startup's halving), and every max(climbHold, W) across a narrow
 // one, or across any once the echo showed a window of W: a window API
 // refuses a step only once its window has filled, so a faster climb runs
-// several steps past the capacity before it hears.
+// several steps past the capacity before it hears. A step goes to 1.25 ×
+// the rate, or halfway to the ceil; across a wide bracket of a window
+// shown, to (1 + sameBound) × the rate: the ceil is an overshoot the
+// window let through, and the bound its count.
 func TestLawClimbStep(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -411,11 +414,13 @@ func TestLawClimbStep(t *testing.T) {
 		window      time.Duration
 		from        windowSource
 		step        time.Duration
+		to          float64 // the step's top, as a multiple of the rate
 	}{
-		{"wide bracket", 1000, 2000, 10 * time.Second, fromRefusal, climbHold},
-		{"wide bracket, a window shown", 1000, 2000, 10 * time.Second, fromEcho, 10 * time.Second},
-		{"narrow bracket, W 10 s", 1000, 1200, 10 * time.Second, fromRefusal, 10 * time.Second},
-		{"narrow bracket, W 1 s", 1000, 1200, time.Second, fromRefusal, climbHold},
+		{"wide bracket", 1000, 2000, 10 * time.Second, fromRefusal, climbHold, 1.25},
+		{"wide bracket, a window shown", 1000, 2000, 10 * time.Second, fromEcho, 10 * time.Second, 1 + sameBound},
+		{"narrow bracket, W 10 s", 1000, 1200, 10 * time.Second, fromRefusal, 10 * time.Second, (980 + 1200) / 2 / 980.0},
+		{"narrow bracket, a window shown", 1000, 1200, 10 * time.Second, fromEcho, 10 * time.Second, (980 + 1200) / 2 / 980.0},
+		{"narrow bracket, W 1 s", 1000, 1200, time.Second, fromRefusal, climbHold, (980 + 1200) / 2 / 980.0},
 	} {
 		l := testLaw(t, ControllerAIMD, 1000)
 		l.startup, l.bound, l.ceil, l.rate, l.window, l.from = false, tc.bound, tc.ceil, lawMargin*tc.bound, tc.window, -1
@@ -427,6 +432,9 @@ func TestLawClimbStep(t *testing.T) {
 		}
 		if !l.raise(tc.step, l) || !(l.rate > before) {
 			t.Fatalf("%s: no climb at %v (rate %v)", tc.name, tc.step, l.rate)
+		}
+		if want := tc.to * before; math.Abs(l.rate-want) > 1e-9*want {
+			t.Errorf("%s: climbed from %.0f to %.1f, want %.1f", tc.name, before, l.rate, want)
 		}
 	}
 }
