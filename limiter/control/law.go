@@ -433,7 +433,7 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 		// window, each step waits a window, so that the API has seen it
 		// before the next: a window refuses late.
 		hold = climbHold
-		if l.wfrom == fromEcho || l.ceil < wideBracket*math.Max(l.bound, l.rate) {
+		if l.wfrom == fromEcho || !l.wide() {
 			hold = max(climbHold, l.window)
 		}
 	}
@@ -468,7 +468,7 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 	var next float64
 	if climbing {
 		next = math.Min(lawMargin*l.ceil, math.Min(1.25*l.rate, (l.rate+l.ceil)/2))
-		if l.wfrom == fromEcho && l.ceil >= wideBracket*math.Max(l.bound, l.rate) {
+		if l.wfrom == fromEcho && l.wide() {
 			// A window refuses late, far above what it counts: once one
 			// was shown, a ceil this far above is an overshoot it let
 			// through, and the bound its count over W, good to sameBound.
@@ -492,6 +492,10 @@ func (l *Law) raise(t time.Duration, rec viewer) bool {
 	l.rate = next
 	return true
 }
+
+// wide reports whether the ceil is wideBracket or more above the bound and
+// the rate: startup's halving, or an overshoot a window let through.
+func (l *Law) wide() bool { return l.ceil >= wideBracket*math.Max(l.bound, l.rate) }
 
 // double is startup's raise: ×2 every startupInterval, at most twice what
 // was sent in the last interval, so the rate does not run ahead of the
