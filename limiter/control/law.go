@@ -17,7 +17,7 @@ const (
 	startupInterval = 2 * time.Second        // startup doubles the rate this often
 	probeMaxFactor  = 16                     // the probe interval grows to this many times its base
 	probeStep       = 0.02                   // a probe's step, a fraction of the ceil
-	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure; a refusal above the pace this close to the measure halves the bracket; a climb across a wide bracket of a window shown steps by this much),
+	sameBound       = 0.05                   // a cut at most this fraction above the bound finds nothing new (and a startup estimate this close to half the rate is no measure; a refusal above the pace this close to the measure halves the bracket; a climb across a wide bracket of a window shown steps by this much; an echo's lag leaves out at most this fraction of a startup's units),
 	sameDrop        = 0.25                   // nor one at most this fraction below it: noise, not a new capacity
 	wideBracket     = 1.5                    // a ceil above this many times the bound and the rate is climbed to every climbHold, or, once a window was shown, every max(climbHold, W) by sameBound steps; a nearer one every max(climbHold, W)
 	jitterUnits     = 10000                  // a refusal at the bound this many units' time after the last cut or such refusal is one burst or jitter

@@ -71,17 +71,25 @@ func (l *Law) falsify(sent time.Duration) {
 }
 
 // echo checks, at the refusal of a request sent at sent, the W that the
-// last refusal (sent at s1 = refs[0], the first after an idle start)
-// taught. Both found the API full, and a sliding window frees between
-// them exactly what it took one window before: when at some lag w within
-// sameBound below W (and at least sent − s1) the API had accepted, over
-// [s1 − w, sent − w), at least what it accepted over [s1, sent), the API
-// showed a window of W, and its climbs wait W at every step (raise). A
-// leaky or token bucket, whose first refusal also ends a startup, took
-// far more between them than at the start of that startup, and a fixed
-// window waiting for its reset took nothing. Units of the bin of s1 are
-// not counted as accepted after it: they were sent before the API was
-// full.
+// last refusal (sent at s1 = refs[0], the first after an idle start, which
+// cut the rate) taught. Both refusals found the API full, and a sliding
+// window frees between them exactly what it took one window before: when
+// at some lag w the API had accepted, over [s1 − w, sent − w), at least
+// what it accepted over [s1, sent), the API showed a window, and its
+// climbs wait W at every step (raise). When that refusal named a wait
+// beyond a second, W holds it: the API said when it frees, and lags within
+// sameBound below W confirm it. When it named none, W is the span alone, an
+// upper bound (a startup that fills a window slowly is refused first only
+// some time after the window), and W becomes the longest such lag, tried
+// down to sent − s1 and no lower than where the span back from s1 holds
+// less than all but sameBound of what the API accepted over the W before
+// s1: a startup is refused late when its first units were too few to fill
+// the window, so the window held all but those few; a lag that leaves out
+// more is no window it filled late. A leaky or token bucket, whose first
+// refusal also ends a startup, took far more between them than at the
+// start of that startup, and a fixed window waiting for its reset took
+// nothing. Units of the bin of s1 are not counted as accepted after it:
+// they were sent before the API was full.
 func (l *Law) echo(sent time.Duration) {
 	s1, W := l.refs[0], l.window
 	if l.wfrom != fromRefusal || W <= 0 || s1 < 0 || sent <= s1 {
@@ -91,10 +99,20 @@ func (l *Law) echo(sent time.Duration) {
 	if took <= 0 {
 		return
 	}
-	least := max(sent-s1, time.Duration((1-sameBound)*float64(W)))
+	named := l.beyond(l.open-l.cut) > 0 // the first refusal's Retry-After
+	least := max(sent-s1, binWidth)
+	if named {
+		least = max(sent-s1, time.Duration((1-sameBound)*float64(W)))
+	}
+	held := (1 - sameBound) * l.past.sum(&l.past.acc, s1-W, s1)
 	for w := W; w >= least; w -= binWidth {
+		if !named && l.past.sum(&l.past.acc, s1-w, s1) < held {
+			return
+		}
 		if l.past.sum(&l.past.acc, s1-w, sent-w) >= took {
-			l.wfrom = fromEcho
+			if l.wfrom = fromEcho; !named {
+				l.window = w
+			}
 			return
 		}
 	}

@@ -179,3 +179,62 @@ func TestLawEchoWindowLearnedAgain(t *testing.T) {
 		t.Fatalf("W %v from %s after an idle start's first refusal 12 s in, want 12s from refusal", l.window, windowSources[l.wfrom])
 	}
 }
+
+// A startup that fills a window slowly is refused first some time after
+// the window: the W it teaches is too long, and the echo finds the
+// window's own. One unit at the start and 1,200 a minute from 4 s fill a
+// sliding window of 10 s holding 200 units only at 14 s: the first
+// refusal teaches W = 14 s. Between it and the next, at 16 s, the window
+// frees what it took from 4 s to 6 s: W becomes 10 s, within a bin (the
+// units of the first refusal's bin are not counted after it). With the
+// same units from 0 s (a window of 14 s, filled at once) the echo shows
+// that W. When the first refusal named a wait of 3 s, W holds it (16 s),
+// and the echo only confirms a W within 5% below it: none here.
+func TestLawEchoFindsShorterWindow(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		ramp   time.Duration // when 1,200 a minute begins
+		ra     time.Duration // the first refusal's Retry-After
+		first  time.Duration // the W it teaches
+		lo, hi time.Duration // the W after the echo
+		want   windowSource
+	}{
+		{"filled late", 4 * time.Second, time.Second, 14 * time.Second, 10 * time.Second, 10*time.Second + binWidth, fromEcho},
+		{"filled at once", 0, time.Second, 14 * time.Second, 14 * time.Second, 14 * time.Second, fromEcho},
+		{"a wait named", 4 * time.Second, 3 * time.Second, 16 * time.Second, 16 * time.Second, 16 * time.Second, fromRefusal},
+	} {
+		l := testLaw(t, ControllerAIMD, 55200)
+		l.Sent(0, 1, false)
+		l.Accepted(0, 1)
+		fill(l, c.ramp, 14*time.Second, 1200)
+		l.Refused(14*time.Second+50*time.Millisecond, 14*time.Second, c.ra, 14*time.Second+50*time.Millisecond+time.Second)
+		if l.window != c.first {
+			t.Fatalf("%s: W %v after the first refusal, want %v", c.name, l.window, c.first)
+		}
+		fill(l, 14*time.Second+binWidth, 18*time.Second, 1200)
+		l.Sent(18*time.Second, 1, false)
+		refuse(l, 18*time.Second+50*time.Millisecond, 18*time.Second, time.Second)
+		if l.wfrom != c.want || l.window < c.lo || l.window > c.hi {
+			t.Errorf("%s: W %v from %s after the second refusal, want %v to %v from %s", c.name, l.window, windowSources[l.wfrom], c.lo, c.hi, windowSources[c.want])
+		}
+	}
+}
+
+// The echo's lag leaves out no more than a few of a startup's first
+// units. A startup that sent 300 a minute for 12 s and 3,000 a minute for
+// 2 s is refused at 14 s by a leaky bucket of 3,000 a minute, which takes
+// that rate up to the next refusal: only the last 2 s of the startup
+// match it, and a window of 2 s would leave out 60 of the 160 units
+// accepted. No window is shown.
+func TestLawEchoLeavesOutFewUnits(t *testing.T) {
+	l := testLaw(t, ControllerAIMD, 55200)
+	fill(l, 0, 12*time.Second, 300)
+	fill(l, 12*time.Second, 14*time.Second, 3000)
+	refuse(l, 14*time.Second+50*time.Millisecond, 14*time.Second, time.Second)
+	fill(l, 14*time.Second+binWidth, 16*time.Second, 3000)
+	l.Sent(16*time.Second, 1, false)
+	refuse(l, 16*time.Second+50*time.Millisecond, 16*time.Second, time.Second)
+	if l.wfrom != fromRefusal || l.window != 14*time.Second {
+		t.Errorf("W %v from %s after the second refusal, want 14s from refusal", l.window, windowSources[l.wfrom])
+	}
+}
