@@ -100,11 +100,12 @@ func (l *Law) echo(sent time.Duration) {
 		return
 	}
 	named := l.beyond(l.open-l.cut) > 0 // the first refusal's Retry-After
-	least := max(sent-s1, binWidth)
-	if named {
-		least = max(sent-s1, time.Duration((1-sameBound)*float64(W)))
+	least := max(sent-s1, time.Duration((1-sameBound)*float64(W)))
+	var held float64 // what a lag's span back from s1 must hold
+	if !named {
+		least = max(sent-s1, binWidth)
+		held = (1 - sameBound) * l.past.sum(&l.past.acc, s1-W, s1)
 	}
-	held := (1 - sameBound) * l.past.sum(&l.past.acc, s1-W, s1)
 	for w := W; w >= least; w -= binWidth {
 		if !named && l.past.sum(&l.past.acc, s1-w, s1) < held {
 			return

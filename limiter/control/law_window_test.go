@@ -184,8 +184,8 @@ func TestLawEchoWindowLearnedAgain(t *testing.T) {
 // the window: the W it teaches is too long, and the echo finds the
 // window's own. One unit at the start and 1,200 a minute from 4 s fill a
 // sliding window of 10 s holding 200 units only at 14 s: the first
-// refusal teaches W = 14 s. Between it and the next, at 16 s, the window
-// frees what it took from 4 s to 6 s: W becomes 10 s, within a bin (the
+// refusal teaches W = 14 s. Between it and the next, at 18 s, the window
+// frees what it took from 4 s to 8 s: W becomes 10 s, within a bin (the
 // units of the first refusal's bin are not counted after it). With the
 // same units from 0 s (a window of 14 s, filled at once) the echo shows
 // that W. When the first refusal named a wait of 3 s, W holds it (16 s),
