@@ -11,6 +11,9 @@ package field
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
 )
 
 // Error is one field that breaks a rule.
@@ -34,8 +37,14 @@ func Invalid(field, format string, args ...any) *Error {
 	return &Error{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-// Join joins a path and a key with a dot; an empty side is left out.
+// Join joins a path and a key with a dot; an empty side is left out. A key
+// that holds a character that does not print (a newline, a tab, a control
+// or format character) is shown quoted, so a hostile key in a config file
+// cannot forge or break a line of an error message.
 func Join(prefix, key string) string {
+	if strings.ContainsFunc(key, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		key = strconv.Quote(key)
+	}
 	switch {
 	case prefix == "":
 		return key

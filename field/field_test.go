@@ -40,3 +40,21 @@ func TestFlattenWrapped(t *testing.T) {
 		t.Fatal("nil error must stay nil")
 	}
 }
+
+// TestJoinQuotesKeysThatDoNotPrint: a key with a newline or a control
+// character is quoted, so it cannot start a line of an error message of its
+// own; a plain key is left as written.
+func TestJoinQuotesKeysThatDoNotPrint(t *testing.T) {
+	for _, c := range []struct{ prefix, key, want string }{
+		{"limiter", "burst", "limiter.burst"},
+		{"jobs.types", "résumé", "jobs.types.résumé"},
+		{"limiter", "x\n0000000", `limiter."x\n0000000"`},
+		{"", "a\tb", `"a\tb"`},
+		{"types", "a\u202eb", `types."a\u202eb"`},
+		{"limiter", "", "limiter"},
+	} {
+		if got := field.Join(c.prefix, c.key); got != c.want {
+			t.Errorf("Join(%q, %q) = %q, want %q", c.prefix, c.key, got, c.want)
+		}
+	}
+}

@@ -100,7 +100,7 @@ func (c JobsConfig) Validate() error {
 		errs = append(errs, field.Invalid("strict", "needs at least one type in types, got none"))
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Types)) {
-		errs = append(errs, c.Types[name].validate("types."+name)...)
+		errs = append(errs, c.Types[name].validate(field.Join("types", name))...)
 	}
 	return errors.Join(errs...)
 }

@@ -100,7 +100,7 @@ func (c *Config) checkCosts() error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(c.Jobs.Types)) {
 		if cost := c.Jobs.Types[name].Cost; cost != nil && *cost >= 0 && *cost > bound {
-			errs = append(errs, field.Invalid("jobs.types."+name+".cost",
+			errs = append(errs, field.Invalid(field.Join(field.Join("jobs.types", name), "cost"),
 				"must be <= the limiter's cost bound %g (max_units_per_minute / instances over max_wait), got %g", bound, *cost))
 		}
 	}
