@@ -100,8 +100,9 @@ type lawState struct {
 // Retry-After (LawRetryAfter when none was named), what the API accepted
 // per minute over the best span (ok: some span was long enough), the
 // window it shows (0: none), and whether this part sent at most its pace,
-// lawMargin × bound, over the max(climbHold, W) before (paced: then the
-// refusal is no echo of its own overshoot; not known for a fleet's report).
+// lawMargin × bound, over the max(climbHold, W) before, W as the refusal
+// leaves it (paced: then the refusal is no echo of its own overshoot; not
+// known for a fleet's report).
 type refusal struct {
 	sent, retryAfter time.Duration
 	accepted         float64
@@ -270,12 +271,15 @@ func (l *Law) FollowCut(base, full time.Time, resume time.Duration) {
 // echo.
 func (l *Law) measure(sent, ra time.Duration) refusal {
 	m := refusal{sent: sent, retryAfter: ra}
-	if span := max(climbHold, l.window); sent >= span {
-		m.paced = perMin(l.past.sum(&l.past.sent, sent-span, sent), span) <= lawMargin*l.bound
-	}
 	l.falsify(sent)
 	if l.learn == learnEcho {
 		l.echo(sent)
+	}
+	// Read over the W this refusal leaves: one its echo showed shorter, or
+	// none when it forgot W. A longer one can reach back into a slow
+	// startup and read an overshoot as pacing.
+	if span := max(climbHold, l.window); sent >= span {
+		m.paced = perMin(l.past.sum(&l.past.sent, sent-span, sent), span) <= lawMargin*l.bound
 	}
 	m.accepted, m.ok = l.estimate(sent, ra)
 	next := learnNone

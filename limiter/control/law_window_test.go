@@ -238,3 +238,30 @@ func TestLawEchoLeavesOutFewUnits(t *testing.T) {
 		t.Errorf("W %v from %s after the second refusal, want 14s from refusal", l.window, windowSources[l.wfrom])
 	}
 }
+
+// Whether this part kept to its pace is read over the W the refusal leaves,
+// after its echo: a startup that sent 5 units over 5 s, then 10 a second
+// and 80 in its last 2 s, is refused at 20 s by a window of about 15.5 s,
+// and learns W = 20 s. At the next refusal, at 23 s, the echo shows the
+// window of 15.5 s, over which this part sent 812 a minute, above its pace
+// (745): the refusal is the window's echo of its overshoot, and the pause
+// is all. Over the 20 s it learned first, the slow start's first seconds
+// would read as a part that kept to its pace, and it would cut.
+func TestLawEchoPacedOverShownWindow(t *testing.T) {
+	l := testLaw(t, ControllerAIMD, 745)
+	fill(l, 0, 5*time.Second, 60)
+	fill(l, 5*time.Second, 18*time.Second, 600)
+	fill(l, 18*time.Second, 20*time.Second, 2400)
+	s1 := 20 * time.Second
+	l.startup, l.bound, l.ceil, l.rate = false, 760, 760, 745
+	l.window, l.wfrom, l.learn = s1, fromRefusal, learnEcho
+	l.cut, l.moved, l.open, l.noise = s1, s1, s1, s1 // no wait named
+	l.afterCut(s1, s1+time.Second)
+	fill(l, s1+time.Second, s1+3*time.Second, 745)
+	if refuse(l, s1+3*time.Second+50*time.Millisecond, s1+3*time.Second, time.Second) {
+		t.Errorf("the echo of its own overshoot cut the rate to %.0f (W %v from %s)", l.rate, l.window, windowSources[l.wfrom])
+	}
+	if l.wfrom != fromEcho || l.window < 15*time.Second || l.window > 16*time.Second {
+		t.Errorf("W %v from %s after the second refusal, want about 15.5 s from echo", l.window, windowSources[l.wfrom])
+	}
+}
