@@ -60,6 +60,8 @@ type Audit struct {
 	// ExtraCalls counts the calls beyond the first.
 	Duplicates []string
 	ExtraCalls int
+	// Accepted counts the target's accepted calls per job.
+	Accepted map[string]int
 	// Dead maps each dead-lettered job to its reason.
 	Dead map[string]string
 	// Anomalies are findings that break the model whatever the scenario:
@@ -71,7 +73,7 @@ type Audit struct {
 // Check audits the published job ids against the target's accepted calls
 // and the dead-letter records.
 func Check(published []string, accepted map[string]int, dead []DeadLetter) Audit {
-	a := Audit{Jobs: len(published), Dead: map[string]string{}}
+	a := Audit{Jobs: len(published), Dead: map[string]string{}, Accepted: accepted}
 	known := make(map[string]bool, len(published))
 	for _, id := range published {
 		known[id] = true
