@@ -282,20 +282,33 @@ func hostileNames() []string {
 
 // wantDuplicatesOnlyAfterTimeouts fails the scenario for each job that
 // reached the target more often than one call plus the calls a worker gave
-// up on at target.timeout with no answer at all. Such a call may have
-// reached the target before the worker stopped waiting (a machine that
-// stalls for longer than the timeout makes a few), and sending the job
-// again is the at-least-once contract; a call that was answered, by the
-// hostile target or by the real one, must never be repeated.
+// up on after the whole target.timeout with no answer at all (its "target
+// call failed" debug line: a deadline, a latency of at least the timeout).
+// Such a call may have reached the target before the worker stopped
+// waiting (a machine that stalls for longer than the timeout makes a few),
+// and sending the job again is the at-least-once contract; a call that was
+// answered, by the hostile target or by the real one, must never be
+// repeated.
 func (e *env) wantDuplicatesOnlyAfterTimeouts(workers []string) error {
+	timeout := workerOpts{}.withDefaults().TargetTimeout
 	unanswered := map[string]int{}
 	err := scanLogs(e.dir, workers, func(w string, line []byte) error {
 		var l struct {
-			Msg string `json:"msg"`
-			Job string `json:"job"`
-			Err string `json:"err"`
+			Msg     string          `json:"msg"`
+			Job     string          `json:"job"`
+			Err     string          `json:"err"`
+			Latency json.RawMessage `json:"latency"`
 		}
-		if json.Unmarshal(line, &l) == nil && l.Msg == "target call failed" && strings.Contains(l.Err, "deadline exceeded") {
+		if json.Unmarshal(line, &l) != nil || l.Msg != "target call failed" || !strings.Contains(l.Err, "deadline exceeded") {
+			return nil
+		}
+		// Only a call that waited the whole timeout: one that gave up
+		// sooner is a worker's fault, not the machine's.
+		d, err := logDuration(l.Latency)
+		if err != nil {
+			return fmt.Errorf("faults: %s.log: latency %s: %w", w, l.Latency, err)
+		}
+		if d >= timeout {
 			unanswered[l.Job]++
 		}
 		return nil
